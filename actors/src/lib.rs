@@ -1,0 +1,1 @@
+//! Supervision, reconciliation and the terdut-server API client.

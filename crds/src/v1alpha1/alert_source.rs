@@ -1,0 +1,119 @@
+//! `TerdutAlertSource`: one alert-ingest integration on a team, owning its webhook Secret
+//! (DESIGN §4.5).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::LocalObjectRef;
+
+/// One alert-ingest integration on the TerdutTeam named by `teamRef` (same namespace). The
+/// webhook URL and key land in the Secret `<name>-terdut-webhook`, never in spec or status.
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "terdut.ryuvia.com",
+    version = "v1alpha1",
+    kind = "TerdutAlertSource",
+    namespaced,
+    status = "TerdutAlertSourceStatus",
+    shortname = "tdas",
+    category = "terdut",
+    derive = "PartialEq",
+    doc = "One alert-ingest integration on a TerdutTeam; its webhook URL and key live in an owned Secret (DESIGN §4.5).",
+    printcolumn(name = "Team", type_ = "string", json_path = ".spec.teamRef.name"),
+    printcolumn(name = "Kind", type_ = "string", json_path = ".spec.kind"),
+    printcolumn(
+        name = "IntegrationID",
+        type_ = "integer",
+        json_path = ".status.integrationID"
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].status"#
+    ),
+    printcolumn(
+        name = "Reason",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].reason"#
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct TerdutAlertSourceSpec {
+    /// The TerdutTeam (same namespace). Immutable.
+    pub team_ref: TeamRef,
+    /// What sends the alerts. Changing it deletes and recreates the integration, which
+    /// rotates the webhook key (DESIGN §5).
+    pub kind: AlertSourceKind,
+    /// The integration's display name on the server.
+    #[schemars(length(min = 1, max = 128))]
+    pub name: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "self.name == oldSelf.name",
+        "message": "teamRef is immutable: delete the TerdutAlertSource and create it again to move it to another team"
+    }
+]))]
+pub struct TeamRef {
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AlertSourceKind {
+    Alertmanager,
+    Grafana,
+    Generic,
+}
+
+impl AlertSourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Alertmanager => "alertmanager",
+            Self::Grafana => "grafana",
+            Self::Generic => "generic",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TerdutAlertSourceStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(
+        default,
+        rename = "integrationID",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub integration_id: Option<i64>,
+    /// The Secret holding `url` and `key`; never the values themselves.
+    #[serde(
+        default,
+        rename = "webhookURLSecretRef",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub webhook_url_secret_ref: Option<LocalObjectRef>,
+}
+
+/// `Ready` reasons of a TerdutAlertSource.
+pub mod reasons {
+    pub const READY: &str = "Ready";
+    pub const TEAM_NOT_FOUND: &str = "TeamNotFound";
+    pub const WAITING_FOR_TEAM: &str = "WaitingForTeam";
+    pub const WEBHOOK_SECRET_LOST: &str = "WebhookSecretLost";
+}

@@ -1,0 +1,23 @@
+//! Small reference types shared by the kinds.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A key in a Secret of the referring object's own namespace (a pod can only mount Secrets of
+/// its own namespace, DESIGN §2).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SecretKeyRef {
+    /// Name of the Secret.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// Key inside the Secret's data.
+    #[schemars(length(min = 1, max = 253))]
+    pub key: String,
+}
+
+/// A reference to an object by name in the referring object's own namespace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LocalObjectRef {
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+}

@@ -1,0 +1,100 @@
+//! `terdut.ryuvia.com/v1alpha1` (DESIGN §3, §4).
+
+pub mod alert_source;
+pub mod common;
+pub mod conditions;
+pub mod server;
+pub mod team;
+
+pub use alert_source::{
+    AlertSourceKind, TerdutAlertSource, TerdutAlertSourceSpec, TerdutAlertSourceStatus,
+};
+pub use common::{LocalObjectRef, SecretKeyRef};
+pub use server::{TerdutServer, TerdutServerSpec, TerdutServerStatus};
+pub use team::{TerdutTeam, TerdutTeamSpec, TerdutTeamStatus};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+};
+use kube::CustomResourceExt;
+
+/// Every CRD of this version, in the order they are documented (DESIGN §3), with the schema
+/// post-processing of [`tidy_schema`] applied.
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    let mut all = vec![
+        TerdutServer::crd(),
+        TerdutTeam::crd(),
+        TerdutAlertSource::crd(),
+    ];
+    for crd in &mut all {
+        for version in &mut crd.spec.versions {
+            if let Some(schema) = version
+                .schema
+                .as_mut()
+                .and_then(|s| s.open_api_v3_schema.as_mut())
+            {
+                tidy_schema(schema);
+            }
+        }
+    }
+    all
+}
+
+/// Two rewrites of the derived schema:
+/// - `nullable: true` is dropped everywhere: an explicit `null` is then pruned by the API server
+///   like an absent field, so `has(...)` in the CEL rules means "set to a value" and a gitops
+///   tool writing `dsn: null` cannot slip past the exactly-one-of rules.
+/// - Descriptions inside the corev1 passthrough types under `spec.pod` are dropped (their own
+///   field descriptions stay): they are Kubernetes' documentation, not ours, and they would make
+///   the TerdutServer CRD ~250 KB, past what client-side `kubectl apply` can annotate.
+fn tidy_schema(schema: &mut JSONSchemaProps) {
+    strip_nullable(schema);
+    if let Some(pod) = schema
+        .properties
+        .as_mut()
+        .and_then(|p| p.get_mut("spec"))
+        .and_then(|spec| spec.properties.as_mut())
+        .and_then(|p| p.get_mut("pod"))
+        .and_then(|pod| pod.properties.as_mut())
+    {
+        for field in pod.values_mut() {
+            if field.properties.is_some() || field.items.is_some() {
+                strip_nested_descriptions(field);
+            }
+        }
+    }
+}
+
+fn children(s: &mut JSONSchemaProps) -> Vec<&mut JSONSchemaProps> {
+    let mut out: Vec<&mut JSONSchemaProps> = vec![];
+    if let Some(p) = s.properties.as_mut() {
+        out.extend(p.values_mut());
+    }
+    if let Some(JSONSchemaPropsOrArray::Schema(i)) = s.items.as_mut() {
+        out.push(i);
+    }
+    if let Some(JSONSchemaPropsOrBool::Schema(a)) = s.additional_properties.as_mut() {
+        out.push(a);
+    }
+    for list in [s.all_of.as_mut(), s.any_of.as_mut(), s.one_of.as_mut()]
+        .into_iter()
+        .flatten()
+    {
+        out.extend(list.iter_mut());
+    }
+    out
+}
+
+fn strip_nullable(s: &mut JSONSchemaProps) {
+    s.nullable = None;
+    for c in children(s) {
+        strip_nullable(c);
+    }
+}
+
+fn strip_nested_descriptions(s: &mut JSONSchemaProps) {
+    for c in children(s) {
+        c.description = None;
+        strip_nested_descriptions(c);
+    }
+}

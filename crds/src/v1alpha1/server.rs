@@ -1,0 +1,454 @@
+//! `TerdutServer`: one terdut-server install (DESIGN §4.1).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Affinity, EnvFromSource, EnvVar, LocalObjectReference, PodSecurityContext,
+    ResourceRequirements, SecurityContext, Toleration, TopologySpreadConstraint, Volume,
+    VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::SecretKeyRef;
+use crate::GoDuration;
+
+/// The image terdut-server runs by default; a `tag` is always required so nothing floats.
+pub const DEFAULT_IMAGE_REPOSITORY: &str = "git.ryuvia.com/niklas/terdut-server";
+
+/// One terdut-server install: its Deployment, Service, database wiring, operator key and the
+/// consent it gives to TerdutTeams in other namespaces.
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "terdut.ryuvia.com",
+    version = "v1alpha1",
+    kind = "TerdutServer",
+    namespaced,
+    status = "TerdutServerStatus",
+    shortname = "tds",
+    category = "terdut",
+    derive = "PartialEq",
+    doc = "One terdut-server install managed by terdut-operator (DESIGN §4.1).",
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].status"#
+    ),
+    printcolumn(
+        name = "Reason",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].reason"#
+    ),
+    printcolumn(
+        name = "Replicas",
+        type_ = "integer",
+        json_path = ".spec.replicas",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct TerdutServerSpec {
+    pub image: ImageSpec,
+    /// Pod replicas. 2 by default since terdut-server v0.36.0's advisory locks made it safe.
+    #[serde(default = "default_replicas")]
+    #[schemars(range(min = 0, max = 32))]
+    pub replicas: i32,
+    pub networking: NetworkingSpec,
+    pub database: DatabaseSpec,
+    #[serde(default)]
+    pub sweeper: SweeperSpec,
+    #[serde(default)]
+    pub notify: NotifySpec,
+    #[serde(default)]
+    pub oidc: OidcSpec,
+    /// Whether users may log in with a password (`TERDUT_PASSWORD_LOGIN`).
+    #[serde(default = "default_true")]
+    pub password_login: bool,
+    /// Consent for TerdutTeams in other namespaces to use this server (DESIGN §4.6).
+    #[serde(default)]
+    pub allowed_teams: AllowedTeams,
+    /// Pod-level customisation of the Deployment, all optional.
+    #[serde(default)]
+    pub pod: PodSpec,
+}
+
+fn default_replicas() -> i32 {
+    2
+}
+fn default_true() -> bool {
+    true
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageSpec {
+    #[serde(default = "default_repository")]
+    #[schemars(length(min = 1, max = 512))]
+    pub repository: String,
+    /// Image tag, e.g. `v0.9.3`. Required so that an upgrade is always a spec change.
+    #[schemars(length(min = 1, max = 128))]
+    pub tag: String,
+    #[serde(default = "default_pull_policy")]
+    pub pull_policy: PullPolicy,
+}
+
+fn default_repository() -> String {
+    DEFAULT_IMAGE_REPOSITORY.into()
+}
+fn default_pull_policy() -> PullPolicy {
+    PullPolicy::IfNotPresent
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum PullPolicy {
+    Always,
+    IfNotPresent,
+    Never,
+}
+
+impl PullPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Always => "Always",
+            Self::IfNotPresent => "IfNotPresent",
+            Self::Never => "Never",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkingSpec {
+    /// Public hostname; terdut-server builds its links and webhook URLs from
+    /// `https://<hostname>` (`TERDUT_PUBLIC_URL`). The operator never creates an Ingress (§1).
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?$")
+    )]
+    pub hostname: String,
+    /// Port of the ClusterIP Service and of the server's listener.
+    #[serde(default = "default_service_port")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub service_port: i32,
+}
+
+fn default_service_port() -> i32 {
+    8080
+}
+
+/// Where the database is: a DSN you bring, or a Zalando `postgresql` cluster (DESIGN §8).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "has(self.dsn) != has(self.postgresClusterRef)",
+        "message": "set exactly one of database.dsn (bring your own database) or database.postgresClusterRef (a Zalando postgresql cluster)"
+    },
+    {
+        "rule": "!has(self.passwordSecretRef) || has(self.dsn)",
+        "message": "database.passwordSecretRef goes with database.dsn; with postgresClusterRef the password comes from the cluster's credentials Secret"
+    }
+]))]
+pub struct DatabaseSpec {
+    /// A libpq DSN without the password, e.g.
+    /// `postgres://terdut@terdut-postgres:5432/terdut?sslmode=require`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 2048))]
+    pub dsn: Option<String>,
+    /// The password for `dsn`, handed to the pods as `PGPASSWORD`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_secret_ref: Option<SecretKeyRef>,
+    /// A Zalando `postgresql.acid.zalan.do` cluster in this namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres_cluster_ref: Option<PostgresClusterRef>,
+}
+
+/// A Zalando postgres-operator cluster; the DSN host is `<name>.<namespace>.svc:5432` and the
+/// password comes from `<user>.<name>.credentials.postgresql.acid.zalan.do` (DESIGN §8).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostgresClusterRef {
+    #[schemars(length(min = 1, max = 63))]
+    pub name: String,
+    /// Database role the server logs in as.
+    #[serde(default = "default_terdut")]
+    #[schemars(length(min = 1, max = 63))]
+    pub user: String,
+    /// Database name.
+    #[serde(default = "default_terdut")]
+    #[schemars(length(min = 1, max = 63))]
+    pub database: String,
+}
+
+fn default_terdut() -> String {
+    "terdut".into()
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SweeperSpec {
+    /// An open incident with no activity for this long is marked stale.
+    #[serde(default = "default_stale_after")]
+    pub stale_after: GoDuration,
+    /// A resolved incident is archived after this long.
+    #[serde(default = "default_archive_after")]
+    pub archive_after: GoDuration,
+}
+
+impl Default for SweeperSpec {
+    fn default() -> Self {
+        Self {
+            stale_after: default_stale_after(),
+            archive_after: default_archive_after(),
+        }
+    }
+}
+fn default_stale_after() -> GoDuration {
+    GoDuration::from("6h")
+}
+fn default_archive_after() -> GoDuration {
+    GoDuration::from("168h")
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NotifySpec {
+    /// Base URL of the ntfy server that delivers pages. Empty: notifications are off.
+    #[serde(default, rename = "ntfyURL")]
+    #[schemars(length(max = 2048))]
+    pub ntfy_url: String,
+    /// Topic paged when a team's ladder has no topic of its own.
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub fallback_topic: String,
+    /// How often an unacknowledged page repeats.
+    #[serde(default = "default_repeat_every")]
+    pub repeat_every: GoDuration,
+    /// ntfy access token (`TERDUT_NTFY_TOKEN`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_secret_ref: Option<SecretKeyRef>,
+}
+
+impl Default for NotifySpec {
+    fn default() -> Self {
+        Self {
+            ntfy_url: String::new(),
+            fallback_topic: String::new(),
+            repeat_every: default_repeat_every(),
+            token_secret_ref: None,
+        }
+    }
+}
+fn default_repeat_every() -> GoDuration {
+    GoDuration::from("15m")
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "!self.enabled || (size(self.issuer) > 0 && size(self.clientID) > 0 && has(self.clientSecretRef))",
+        "message": "oidc.enabled needs oidc.issuer, oidc.clientID and oidc.clientSecretRef"
+    }
+]))]
+pub struct OidcSpec {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default)]
+    #[schemars(length(max = 2048))]
+    pub issuer: String,
+    #[serde(default, rename = "clientID")]
+    #[schemars(length(max = 512))]
+    pub client_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret_ref: Option<SecretKeyRef>,
+    /// Label of the login button.
+    #[serde(default = "default_oidc_name")]
+    #[schemars(length(max = 64))]
+    pub name: String,
+    #[serde(default = "default_scopes")]
+    #[schemars(length(max = 512))]
+    pub scopes: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(min = 1, max = 256)))]
+    pub allowed_groups: Vec<String>,
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub admin_group: String,
+    #[serde(default = "default_username_claim")]
+    #[schemars(length(min = 1, max = 128))]
+    pub username_claim: String,
+    #[serde(default = "default_email_claim")]
+    #[schemars(length(min = 1, max = 128))]
+    pub email_claim: String,
+    #[serde(default = "default_groups_claim")]
+    #[schemars(length(min = 1, max = 128))]
+    pub groups_claim: String,
+    /// Trust the provider's `email` claim without its `email_verified`.
+    #[serde(default)]
+    pub trust_email: bool,
+    #[serde(default = "default_session_max_age")]
+    pub session_max_age: GoDuration,
+}
+
+impl Default for OidcSpec {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            issuer: String::new(),
+            client_id: String::new(),
+            client_secret_ref: None,
+            name: default_oidc_name(),
+            scopes: default_scopes(),
+            allowed_groups: vec![],
+            admin_group: String::new(),
+            username_claim: default_username_claim(),
+            email_claim: default_email_claim(),
+            groups_claim: default_groups_claim(),
+            trust_email: false,
+            session_max_age: default_session_max_age(),
+        }
+    }
+}
+fn default_oidc_name() -> String {
+    "SSO".into()
+}
+fn default_scopes() -> String {
+    "openid profile email".into()
+}
+fn default_username_claim() -> String {
+    "preferred_username".into()
+}
+fn default_email_claim() -> String {
+    "email".into()
+}
+fn default_groups_claim() -> String {
+    "groups".into()
+}
+fn default_session_max_age() -> GoDuration {
+    GoDuration::from("12h")
+}
+
+/// Consent for cross-namespace TerdutTeams (DESIGN §4.6), shaped like Gateway API's
+/// `Gateway.spec.allowedListeners`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AllowedTeams {
+    #[serde(default)]
+    pub namespaces: AllowedNamespaces,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "self.from == 'Selector' ? has(self.selector) : !has(self.selector)",
+        "message": "allowedTeams.namespaces.selector is required when from is Selector, and only allowed then"
+    }
+]))]
+pub struct AllowedNamespaces {
+    #[serde(default)]
+    pub from: FromNamespaces,
+    /// Namespaces whose labels match may attach TerdutTeams (only with `from: Selector`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<LabelSelector>,
+}
+
+/// Which namespaces may attach TerdutTeams to this server (same-namespace is always allowed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum FromNamespaces {
+    #[default]
+    None,
+    Same,
+    All,
+    Selector,
+}
+
+/// Pod-level customisation; corev1 types are passed through unchanged (DESIGN §4.1).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub tolerations: Vec<Toleration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Extra pod annotations (the operator's own key-hash annotation always wins).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_context: Option<PodSecurityContext>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_security_context: Option<SecurityContext>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub extra_env: Vec<EnvVar>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub extra_env_from: Vec<EnvFromSource>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub extra_volumes: Vec<Volume>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub extra_volume_mounts: Vec<VolumeMount>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub image_pull_secrets: Vec<LocalObjectReference>,
+    /// When set, a PodDisruptionBudget selects this server's pods; clearing it deletes it (§7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disruption_budget: Option<DisruptionBudgetSpec>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "has(self.minAvailable) != has(self.maxUnavailable)",
+        "message": "set exactly one of disruptionBudget.minAvailable or disruptionBudget.maxUnavailable"
+    }
+]))]
+pub struct DisruptionBudgetSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_available: Option<IntOrString>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<IntOrString>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TerdutServerStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The operator key Secret, in this TerdutServer's own namespace (DESIGN §6). Pure output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_secret_ref: Option<SecretKeyRef>,
+    /// TerdutTeams attached to this server, counted by consent outcome (DESIGN §4.6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teams: Option<TeamCounts>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamCounts {
+    pub accepted: u32,
+    pub refused: u32,
+}

@@ -1,0 +1,213 @@
+//! `TerdutTeam`: one team on a server, with its escalation ladder and dead man's switches
+//! folded in (DESIGN §2, §4.2).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::GoDuration;
+
+/// One team on a terdut-server. Its identity on the server is `external_id`
+/// `<namespace>/<name>` of this object (DESIGN §2).
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "terdut.ryuvia.com",
+    version = "v1alpha1",
+    kind = "TerdutTeam",
+    namespaced,
+    status = "TerdutTeamStatus",
+    shortname = "tdt",
+    category = "terdut",
+    derive = "PartialEq",
+    doc = "One team on a terdut-server, with its escalation ladder and dead man's switches (DESIGN §4.2).",
+    printcolumn(name = "Server", type_ = "string", json_path = ".spec.serverRef.name"),
+    printcolumn(name = "TeamID", type_ = "integer", json_path = ".status.teamID"),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].status"#
+    ),
+    printcolumn(
+        name = "Reason",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].reason"#
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct TerdutTeamSpec {
+    /// The TerdutServer this team lives on. Immutable: a team cannot move between servers.
+    pub server_ref: ServerRef,
+    /// The team's name on the server; must not belong to another team there.
+    #[schemars(length(min = 1, max = 128))]
+    pub display_name: String,
+    #[serde(default)]
+    pub oidc: TeamOidc,
+    /// The escalation ladder. Absent: the team has none (any on the server is cleared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<Escalation>,
+    /// Dead man's switches, matched by name; ones not listed are deleted on the server.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub deadman_switches: Vec<DeadmanSwitch>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "self.name == oldSelf.name && (has(self.__namespace__) ? self.__namespace__ : '') == (has(oldSelf.__namespace__) ? oldSelf.__namespace__ : '')",
+        "message": "serverRef is immutable: delete the TerdutTeam and create it again to move the team to another server"
+    }
+]))]
+pub struct ServerRef {
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// Defaults to the team's own namespace; another namespace needs that server's
+    /// `allowedTeams` consent (DESIGN §4.6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub namespace: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamOidc {
+    /// Members of this OIDC group become team members.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub member_group: Option<String>,
+    /// Members of this OIDC group become team owners.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub owner_group: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Escalation {
+    /// How many times the whole ladder repeats before giving up.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 100))]
+    pub repeat_count: i32,
+    /// ntfy topic paged when the ladder is exhausted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub fallback_topic: Option<String>,
+    #[schemars(length(min = 1, max = 20))]
+    pub levels: Vec<EscalationLevel>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EscalationLevel {
+    /// How long this level is paged before the next one is.
+    pub timeout: GoDuration,
+    #[schemars(length(min = 1, max = 20))]
+    pub targets: Vec<EscalationTarget>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "self.kind == 'user' ? has(self.username) : !has(self.username)",
+        "message": "an escalation target of kind user needs a username, and only kind user takes one"
+    }
+]))]
+pub struct EscalationTarget {
+    pub kind: TargetKind,
+    /// A terdut-server username (kind `user`); the server resolves it (DESIGN §2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 128))]
+    pub username: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetKind {
+    /// Whoever is on call for the team.
+    Oncall,
+    /// One named user.
+    User,
+}
+
+impl TargetKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Oncall => "oncall",
+            Self::User => "user",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeadmanSwitch {
+    /// Unique within the team; the key the operator matches server-side switches by.
+    #[schemars(
+        length(min = 1, max = 63),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$")
+    )]
+    pub name: String,
+    /// Label matcher of the heartbeat alert, e.g. `alertname=Watchdog,cluster=prod`.
+    #[schemars(length(min = 1, max = 1024))]
+    pub matcher: String,
+    /// The switch fires when no matching alert arrived for this long.
+    pub timeout: GoDuration,
+    #[serde(default = "default_severity")]
+    pub severity: Severity,
+}
+
+fn default_severity() -> Severity {
+    Severity::Critical
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Critical,
+    Warning,
+    Info,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Critical => "critical",
+            Self::Warning => "warning",
+            Self::Info => "info",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TerdutTeamStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The team's id on terdut-server.
+    #[serde(default, rename = "teamID", skip_serializing_if = "Option::is_none")]
+    pub team_id: Option<i64>,
+}
+
+/// `Ready` reasons of a TerdutTeam (DESIGN §4.2), each documented in docs/runbook.md.
+pub mod reasons {
+    pub const READY: &str = "Ready";
+    pub const SERVER_REF_NOT_FOUND: &str = "ServerRefNotFound";
+    pub const REF_NOT_PERMITTED: &str = "RefNotPermitted";
+    pub const WAITING_FOR_SERVER: &str = "WaitingForServer";
+    pub const TEAM_NAME_TAKEN: &str = "TeamNameTaken";
+    pub const UNKNOWN_USER: &str = "UnknownUser";
+    pub const INVALID_SPEC: &str = "InvalidSpec";
+    pub const ADOPTED: &str = "Adopted";
+}
