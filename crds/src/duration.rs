@@ -238,3 +238,119 @@ mod tests {
         assert_eq!(seconds_to_go(3601), "1h1s");
     }
 }
+
+/// Property tests: the CEL pattern and the parser admit the same language, and the conversion
+/// to wire seconds behaves like arithmetic on durations (additive, monotonic, never shorter).
+#[cfg(test)]
+mod proptests {
+    use proptest::prelude::*;
+    use regex::Regex;
+
+    use super::*;
+
+    const UNITS: [&str; 8] = ["ns", "us", "µs", "ms", "s", "m", "h", "h"];
+
+    /// One `<number>[.<fraction>]<unit>` group.
+    fn group() -> impl Strategy<Value = String> {
+        (
+            0u64..100_000,
+            proptest::option::of("[0-9]{1,4}"),
+            0..UNITS.len(),
+        )
+            .prop_map(|(n, frac, unit)| match frac {
+                Some(f) => format!("{n}.{f}{}", UNITS[unit]),
+                None => format!("{n}{}", UNITS[unit]),
+            })
+    }
+
+    /// A duration the CRD pattern admits.
+    fn valid() -> impl Strategy<Value = String> {
+        prop_oneof![
+            1 => Just("0".to_owned()),
+            9 => proptest::collection::vec(group(), 1..4).prop_map(|g| g.concat()),
+        ]
+    }
+
+    /// Anything near the language: valid strings, valid strings with one character changed,
+    /// inserted or removed, and short strings over the language's alphabet plus noise.
+    fn candidate() -> impl Strategy<Value = String> {
+        let mutated = (
+            valid(),
+            any::<prop::sample::Index>(),
+            0..3usize,
+            "[0-9.a-zµ +-]",
+        )
+            .prop_map(|(s, at, how, c)| {
+                let mut chars: Vec<char> = s.chars().collect();
+                let i = at.index(chars.len() + 1);
+                let c = c.chars().next().unwrap_or('x');
+                match how {
+                    0 if i < chars.len() => chars[i] = c,
+                    1 if i < chars.len() => {
+                        chars.remove(i);
+                    }
+                    _ => chars.insert(i, c),
+                }
+                chars.into_iter().collect()
+            });
+        prop_oneof![valid(), mutated, "[0-9.nsuµmhd -]{0,10}"]
+    }
+
+    fn pattern() -> Regex {
+        Regex::new(DURATION_REGEX).expect("DURATION_REGEX compiles")
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// The schema's pattern and the parser agree on every string, except that the parser
+        /// also refuses values too large for Go (the pattern cannot count).
+        #[test]
+        fn pattern_and_parser_accept_the_same_strings(s in candidate()) {
+            let by_pattern = pattern().is_match(&s);
+            let by_parser = match GoDuration::from(s.as_str()).nanos() {
+                Ok(_) | Err(DurationError::Overflow(_)) => true,
+                Err(DurationError::Empty | DurationError::Syntax(_)) => false,
+            };
+            prop_assert_eq!(by_pattern, by_parser, "{:?}", s);
+        }
+
+        /// Writing two durations one after the other adds them (Go's `1h30m` is `1h` + `30m`),
+        /// and rounding up to seconds never loses time nor adds a whole second per part.
+        #[test]
+        fn seconds_are_additive(a in valid().prop_filter("not bare 0", |s| s != "0"),
+                                b in valid().prop_filter("not bare 0", |s| s != "0")) {
+            let (da, db) = (GoDuration::from(a.as_str()), GoDuration::from(b.as_str()));
+            let joined = GoDuration::new(format!("{a}{b}"));
+            let (na, nb) = (da.nanos().unwrap(), db.nanos().unwrap());
+            prop_assert_eq!(joined.nanos().unwrap(), na + nb);
+            let (sa, sb, sj) = (
+                da.to_seconds().unwrap(),
+                db.to_seconds().unwrap(),
+                joined.to_seconds().unwrap(),
+            );
+            prop_assert!(sj <= sa + sb && sj >= sa.max(sb));
+            prop_assert!(u128::from(sj) * 1_000_000_000 >= na + nb, "never shorter");
+            prop_assert!(u128::from(sj) * 1_000_000_000 < na + nb + 1_000_000_000);
+        }
+
+        /// A longer duration never converts to fewer seconds.
+        #[test]
+        fn seconds_are_monotonic(a in valid(), b in valid()) {
+            let (da, db) = (GoDuration::from(a.as_str()), GoDuration::from(b.as_str()));
+            let (na, nb) = (da.nanos().unwrap(), db.nanos().unwrap());
+            let (sa, sb) = (da.to_seconds().unwrap(), db.to_seconds().unwrap());
+            if na <= nb {
+                prop_assert!(sa <= sb, "{a} <= {b} but {sa}s > {sb}s");
+            }
+        }
+
+        /// `h`/`m`/`s` components convert exactly.
+        #[test]
+        fn whole_units_convert_exactly(h in 0u64..1000, m in 0u64..1000, s in 0u64..1000) {
+            let d = GoDuration::new(format!("{h}h{m}m{s}s"));
+            prop_assert_eq!(d.to_seconds().unwrap(), h * 3600 + m * 60 + s);
+            prop_assert_eq!(GoDuration::new(seconds_to_go(h * 3600 + m * 60 + s)).to_seconds().unwrap(), h * 3600 + m * 60 + s);
+        }
+    }
+}

@@ -10,6 +10,9 @@ use super::common::LocalObjectRef;
 
 /// One alert-ingest integration on the TerdutTeam named by `teamRef` (same namespace). The
 /// webhook URL and key land in the Secret `<name>-terdut-webhook`, never in spec or status.
+// kube-derive repeats `type_ = "string"` across printcolumn(...) entries, which clippy reads
+// as a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "terdut.ryuvia.com",

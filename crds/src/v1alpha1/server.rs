@@ -21,6 +21,9 @@ pub const DEFAULT_IMAGE_REPOSITORY: &str = "git.ryuvia.com/niklas/terdut-server"
 
 /// One terdut-server install: its Deployment, Service, database wiring, operator key and the
 /// consent it gives to TerdutTeams in other namespaces.
+// kube-derive repeats `type_ = "string"` across printcolumn(...) entries, which clippy reads
+// as a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "terdut.ryuvia.com",

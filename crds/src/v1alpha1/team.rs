@@ -10,6 +10,9 @@ use crate::GoDuration;
 
 /// One team on a terdut-server. Its identity on the server is `external_id`
 /// `<namespace>/<name>` of this object (DESIGN §2).
+// kube-derive repeats `type_ = "string"` across printcolumn(...) entries, which clippy reads
+// as a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "terdut.ryuvia.com",

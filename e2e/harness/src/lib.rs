@@ -1,1 +1,114 @@
-//! test env
+//! A real Kubernetes control plane for tests: etcd, kube-apiserver and (optionally)
+//! kube-controller-manager, started from the binaries `e2e/control-plane/build.sh` caches,
+//! on loopback with free ports (docs/adr/0002-control-plane-harness.md).
+//!
+//! One control plane per test binary, shared by its tests; each test takes a namespace of its
+//! own. The processes die with the test binary: a watchdog shell polls the test process and
+//! kills them (and removes their data) when it is gone, since a `static` never runs `Drop`.
+//!
+//! ```no_run
+//! # async fn t() -> anyhow::Result<()> {
+//! let cp = terdut_testenv::ControlPlane::shared().await?;
+//! let client = cp.client().await?;
+//! let ns = cp.namespace(&client, "demo").await?;
+//! # Ok(()) }
+//! ```
+
+mod binaries;
+mod crds;
+mod kubeconfig;
+mod process;
+
+pub use binaries::{bin_dir, tool};
+pub use crds::install_crds;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{ObjectMeta, PostParams};
+use kube::{Api, Client};
+use tokio::sync::OnceCell;
+
+/// A running control plane.
+#[derive(Debug)]
+pub struct ControlPlane {
+    /// `https://127.0.0.1:<port>` of the kube-apiserver.
+    pub server: String,
+    kubeconfig: PathBuf,
+    dir: PathBuf,
+}
+
+static SHARED: OnceCell<ControlPlane> = OnceCell::const_new();
+
+impl ControlPlane {
+    /// The control plane of this test binary, started on first use with
+    /// kube-controller-manager (garbage collection, namespace deletion, Deployments).
+    pub async fn shared() -> anyhow::Result<&'static ControlPlane> {
+        SHARED
+            .get_or_try_init(|| async {
+                let cp = process::start(process::Options { controller_manager: true }).await?;
+                let client = cp.client().await?;
+                install_crds(&client, terdut_crds::v1alpha1::crds()).await?;
+                Ok(cp)
+            })
+            .await
+    }
+
+    /// A fresh admin client (system:masters) bound to the calling test's runtime.
+    pub async fn client(&self) -> anyhow::Result<Client> {
+        kubeconfig::client(&self.kubeconfig).await
+    }
+
+    /// Path of an admin kubeconfig, for `kubectl` and for the operator binary.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// Scratch directory of this control plane (logs live in `logs/`).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Creates a namespace `<prefix>-<random>` and returns its name.
+    pub async fn namespace(&self, client: &Client, prefix: &str) -> anyhow::Result<String> {
+        let name = format!("{prefix}-{}", process::random_suffix());
+        self.create_namespace(client, &name, Default::default()).await?;
+        Ok(name)
+    }
+
+    /// Creates a namespace with the given name and labels.
+    pub async fn create_namespace(
+        &self,
+        client: &Client,
+        name: &str,
+        labels: std::collections::BTreeMap<String, String>,
+    ) -> anyhow::Result<()> {
+        let ns = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                labels: Some(labels),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .with_context(|| format!("creating namespace {name}"))?;
+        Ok(())
+    }
+
+    /// Runs the pinned kubectl against this control plane; returns (success, stdout+stderr).
+    pub fn kubectl(&self, args: &[&str]) -> anyhow::Result<(bool, String)> {
+        let out = std::process::Command::new(tool("kubectl")?)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .output()
+            .context("running kubectl")?;
+        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stderr));
+        Ok((out.status.success(), text))
+    }
+}

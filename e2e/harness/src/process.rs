@@ -1,0 +1,186 @@
+//! Starting etcd, kube-apiserver and kube-controller-manager with envtest's flags, and the
+//! watchdog that stops them when the test process ends.
+
+use std::fs::File;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use rand::Rng as _;
+
+use crate::{ControlPlane, binaries::tool, kubeconfig};
+
+pub(crate) struct Options {
+    pub controller_manager: bool,
+}
+
+pub(crate) fn random_suffix() -> String {
+    let mut rng = rand::rng();
+    (0..6).map(|_| char::from(b'a' + rng.random_range(0..26u8))).collect()
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn spawn(bin: &Path, args: &[String], log: &Path) -> anyhow::Result<u32> {
+    let out = File::create(log)?;
+    let child = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))?;
+    Ok(child.id())
+}
+
+/// Stops `pids` and removes `dir` once this test process is gone (or was killed).
+fn watchdog(pids: &[u32], dir: &Path) -> anyhow::Result<()> {
+    let me = std::process::id();
+    let pids = pids.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
+    let script = format!(
+        "while kill -0 {me} 2>/dev/null; do sleep 0.5; done; kill {pids} 2>/dev/null; \
+         sleep 2; kill -9 {pids} 2>/dev/null; rm -rf '{}'",
+        dir.display()
+    );
+    Command::new("bash")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting the watchdog")?;
+    Ok(())
+}
+
+async fn wait_http(what: &str, probe: impl Fn() -> bool, log: &Path) -> anyhow::Result<()> {
+    for _ in 0..600 {
+        if probe() {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let tail = std::fs::read_to_string(log).unwrap_or_default();
+    let tail: String = tail.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+    bail!("{what} did not become ready in 60s; last log lines:\n{tail}")
+}
+
+/// A plain-HTTP GET on loopback returning true on a 200 (etcd's /health).
+fn http_ok(port: u16, path: &str) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").is_err() {
+        return false;
+    }
+    let mut buf = String::new();
+    let _ = s.read_to_string(&mut buf);
+    buf.starts_with("HTTP/1.0 200") || buf.starts_with("HTTP/1.1 200")
+}
+
+fn openssl(args: &[&str], cwd: &Path) -> anyhow::Result<()> {
+    let st = Command::new("openssl").args(args).current_dir(cwd).stderr(Stdio::null()).status()
+        .context("running openssl (install it: apt-get install openssl)")?;
+    if !st.success() {
+        bail!("openssl {args:?} failed");
+    }
+    Ok(())
+}
+
+pub(crate) async fn start(opts: Options) -> anyhow::Result<ControlPlane> {
+    let (etcd, apiserver) = (tool("etcd")?, tool("kube-apiserver")?);
+    let dir: PathBuf = std::env::temp_dir().join(format!("terdut-cp-{}", random_suffix()));
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs)?;
+    let mut pids = vec![];
+
+    // etcd
+    let (client_port, peer_port) = (free_port()?, free_port()?);
+    let etcd_url = format!("http://127.0.0.1:{client_port}");
+    pids.push(spawn(
+        &etcd,
+        &[
+            format!("--data-dir={}", dir.join("etcd").display()),
+            format!("--listen-client-urls={etcd_url}"),
+            format!("--advertise-client-urls={etcd_url}"),
+            format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
+            format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
+            format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"),
+            "--unsafe-no-fsync=true".into(),
+            "--log-level=warn".into(),
+        ],
+        &logs.join("etcd.log"),
+    )?);
+    watchdog(&pids, &dir)?;
+    wait_http("etcd", || http_ok(client_port, "/health"), &logs.join("etcd.log")).await?;
+
+    // kube-apiserver: static token auth (admin in system:masters), self-signed serving cert.
+    openssl(&["genrsa", "-out", "sa.key", "2048"], &dir)?;
+    openssl(&["rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub"], &dir)?;
+    let token = format!("admin-{}{}", random_suffix(), random_suffix());
+    std::fs::write(dir.join("tokens.csv"), format!("{token},admin,uid-admin,\"system:masters\"\n"))?;
+    let port = free_port()?;
+    let server = format!("https://127.0.0.1:{port}");
+    pids.push(spawn(
+        &apiserver,
+        &[
+            format!("--etcd-servers={etcd_url}"),
+            format!("--cert-dir={}", dir.join("certs").display()),
+            format!("--secure-port={port}"),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            // 1.37 refuses a loopback advertise address with the endpoint reconciler.
+            "--endpoint-reconciler-type=none".into(),
+            "--service-cluster-ip-range=10.0.0.0/24".into(),
+            "--allow-privileged=true".into(),
+            "--disable-admission-plugins=ServiceAccount".into(),
+            "--authorization-mode=RBAC".into(),
+            format!("--token-auth-file={}", dir.join("tokens.csv").display()),
+            format!("--service-account-issuer={server}/"),
+            format!("--service-account-key-file={}", dir.join("sa.pub").display()),
+            format!("--service-account-signing-key-file={}", dir.join("sa.key").display()),
+            "--v=0".into(),
+        ],
+        &logs.join("kube-apiserver.log"),
+    )?);
+    watchdog(&pids, &dir)?;
+    let kubeconfig_path = dir.join("admin.kubeconfig");
+    std::fs::write(&kubeconfig_path, kubeconfig::render(&server, &token))?;
+    let cp = ControlPlane { server, kubeconfig: kubeconfig_path.clone(), dir: dir.clone() };
+    let kubectl = tool("kubectl")?;
+    let ready = || {
+        Command::new(&kubectl)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig_path)
+            .args(["get", "--raw", "/readyz"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    wait_http("kube-apiserver", ready, &logs.join("kube-apiserver.log")).await?;
+
+    if opts.controller_manager {
+        let kcm = tool("kube-controller-manager")?;
+        pids.push(spawn(
+            &kcm,
+            &[
+                format!("--kubeconfig={}", kubeconfig_path.display()),
+                format!("--authentication-kubeconfig={}", kubeconfig_path.display()),
+                format!("--authorization-kubeconfig={}", kubeconfig_path.display()),
+                "--leader-elect=false".into(),
+                "--controllers=garbage-collector-controller,namespace-controller,deployment-controller,replicaset-controller".into(),
+                format!("--secure-port={}", free_port()?),
+                "--bind-address=127.0.0.1".into(),
+                "--concurrent-gc-syncs=5".into(),
+                "--v=0".into(),
+            ],
+            &logs.join("kube-controller-manager.log"),
+        )?);
+        watchdog(&pids, &dir)?;
+    }
+    Ok(cp)
+}
