@@ -1,0 +1,39 @@
+# terdut-operator tasks. `just --list` is the menu; a fresh machine starts with
+# `bash e2e/bootstrap.sh <recipe>`, which installs just itself first.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+export CARGO_TERM_COLOR := "never"
+
+# The pinned Kubernetes binaries (see docs/adr/0002-control-plane-harness.md).
+bin := `bash e2e/control-plane/build.sh path 2>/dev/null`
+
+# Show the recipes.
+default:
+    @just --list
+
+# Build the pinned kube-apiserver, etcd, kube-controller-manager and kubectl (cached).
+control-plane:
+    bash e2e/control-plane/build.sh core
+
+# Build helm and promtool as well (chart and metrics checks).
+tools: control-plane
+    bash e2e/control-plane/build.sh helm
+    bash e2e/control-plane/build.sh promtool
+
+# Regenerate the CRD YAML in the chart from the Rust types.
+crds:
+    cargo run -q -p terdut-crds --bin crdgen -- chart/terdut-operator/crds
+
+# Formatting and lints (warnings are errors).
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# Every test, against a real kube-apiserver and the stand-in server.
+test: control-plane lint
+    cargo test --workspace --no-fail-fast
+
+# Local control plane + CRDs + the examples, then the objects as kubectl shows them.
+demo: control-plane
+    bash e2e/demo.sh
