@@ -1,1 +1,96 @@
-fn main() {}
+//! terdut-operator: wiring only. Flags (cli.rs) -> telemetry -> HTTP endpoints -> leader
+//! election -> the operator (terdut_actors::operator) while this replica leads.
+
+mod cli;
+
+use std::sync::Arc;
+
+use clap::Parser as _;
+use prometheus_client::registry::Registry;
+use terdut_actors::clock::SystemClock;
+use terdut_actors::context::OperatorConfig;
+use terdut_actors::operator::{self, Metrics, StartOptions};
+use terdut_actors::runtime::http::{self, Readiness};
+use terdut_actors::runtime::leader::{LeaderElector, LeaseTimings};
+use terdut_actors::runtime::{shutdown, telemetry};
+use terdut_actors::supervisor::RestartPolicy;
+use tokio::sync::watch;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = cli::Cli::parse();
+    telemetry::init(
+        cli.log_format.parse().map_err(anyhow::Error::msg)?,
+        &cli.log_level,
+    );
+    terdut_actors::api::init_tls();
+    let client = kube::Client::try_default().await?;
+    let stop = shutdown::on_signal();
+
+    let mut registry = Registry::with_prefix("terdut_operator");
+    let metrics = Metrics::register(&mut registry);
+    let readiness = Readiness::default();
+    let serve_stop = stop.clone();
+    let (addr, _http) = http::spawn(
+        cli.http_addr,
+        Arc::new(registry),
+        readiness.clone(),
+        async move { serve_stop.cancelled().await },
+    )
+    .await?;
+    tracing::info!(%addr, "serving /metrics, /healthz, /readyz");
+
+    // Only the leader reconciles. Losing the lease ends the process so that it restarts as a
+    // clean candidate (controller-runtime does the same).
+    let (lead_tx, mut leading) = watch::channel(!cli.leader_elect);
+    let elector_stop = tokio_util::sync::CancellationToken::new();
+    let elector = cli.leader_elect.then(|| {
+        let e = LeaderElector::new(
+            client.clone(),
+            &cli.lease_namespace,
+            &cli.lease_name,
+            &cli.identity,
+            LeaseTimings::default(),
+        );
+        tokio::spawn(e.run(lead_tx, elector_stop.clone()))
+    });
+    tokio::select! {
+        _ = leading.wait_for(|l| *l) => {}
+        () = stop.cancelled() => return Ok(()),
+    }
+    readiness.set_leader(true);
+    metrics.operator.set_leader(true);
+
+    let opts = StartOptions {
+        config: OperatorConfig {
+            resync: cli.resync,
+            server_url_template: cli.server_url_template,
+            api_timeout: cli.api_timeout,
+            test_hooks: cli.test_hooks,
+            ..OperatorConfig::default()
+        },
+        restart_policy: RestartPolicy::default(),
+        clock: Arc::new(SystemClock),
+        instance: cli.identity.clone(),
+    };
+    let mut running = operator::start(client, metrics, opts).await?;
+    running.wait_synced().await;
+    readiness.set_synced();
+    tracing::info!("caches synced; reconciling");
+
+    let lost = tokio::select! {
+        _ = leading.wait_for(|l| !*l) => true,
+        () = stop.cancelled() => false,
+    };
+    running.stop().await;
+    elector_stop.cancel();
+    if let Some(e) = elector {
+        let _ = e.await;
+    }
+    if lost {
+        anyhow::bail!(
+            "lost the leader lease; exiting so that this replica restarts as a candidate"
+        );
+    }
+    Ok(())
+}

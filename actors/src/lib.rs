@@ -1,1 +1,12 @@
 //! Supervision, reconciliation and the terdut-server API client.
+pub mod api;
+pub mod clock;
+pub mod consent;
+pub mod context;
+pub mod error;
+pub mod informers;
+pub mod key;
+pub mod operator;
+pub mod runtime;
+pub mod server;
+pub mod supervisor;

@@ -33,18 +33,26 @@ fn obj<K: Resource<DynamicType = ()>>(name: &str, spec: Value) -> DynamicObject 
 
 /// Creates for real (so transition rules can be tested) and returns the stored object.
 async fn create(api: &Api<DynamicObject>, o: &DynamicObject) -> Result<DynamicObject, String> {
-    api.create(&PostParams::default(), o).await.map_err(|e| e.to_string())
+    api.create(&PostParams::default(), o)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 async fn dry_run(api: &Api<DynamicObject>, o: &DynamicObject) -> Result<DynamicObject, String> {
-    let pp = PostParams { dry_run: true, ..Default::default() };
+    let pp = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
     api.create(&pp, o).await.map_err(|e| e.to_string())
 }
 
 async fn assert_rejected(api: &Api<DynamicObject>, o: &DynamicObject, needle: &str) {
     match dry_run(api, o).await {
         Ok(_) => panic!("expected rejection containing {needle:?}, but it was accepted"),
-        Err(e) => assert!(e.contains(needle), "rejection {e:?} does not mention {needle:?}"),
+        Err(e) => assert!(
+            e.contains(needle),
+            "rejection {e:?} does not mention {needle:?}"
+        ),
     }
 }
 
@@ -61,7 +69,9 @@ fn with(mut base: Value, path: &[&str], v: Value) -> Value {
     for p in &path[..path.len() - 1] {
         cur = cur.as_object_mut().unwrap().entry(*p).or_insert(json!({}));
     }
-    cur.as_object_mut().unwrap().insert(path[path.len() - 1].to_owned(), v);
+    cur.as_object_mut()
+        .unwrap()
+        .insert(path[path.len() - 1].to_owned(), v);
     base
 }
 
@@ -73,10 +83,15 @@ fn team_spec() -> Value {
 async fn server_defaults_are_materialised() {
     let (client, ns) = setup("defaults").await;
     let api = api_for::<TerdutServer>(&client, &ns);
-    let got = dry_run(&api, &obj::<TerdutServer>("s", server_spec())).await.unwrap();
+    let got = dry_run(&api, &obj::<TerdutServer>("s", server_spec()))
+        .await
+        .unwrap();
     let spec = &got.data["spec"];
     assert_eq!(spec["replicas"], 2);
-    assert_eq!(spec["image"]["repository"], "git.ryuvia.com/niklas/terdut-server");
+    assert_eq!(
+        spec["image"]["repository"],
+        "git.ryuvia.com/niklas/terdut-server"
+    );
     assert_eq!(spec["image"]["pullPolicy"], "IfNotPresent");
     assert_eq!(spec["networking"]["servicePort"], 8080);
     assert_eq!(spec["sweeper"]["staleAfter"], "6h");
@@ -98,10 +113,22 @@ async fn server_defaults_are_materialised() {
 async fn zalando_ref_defaults_user_and_database() {
     let (client, ns) = setup("zdefaults").await;
     let api = api_for::<TerdutServer>(&client, &ns);
-    let spec = with(server_spec(), &["database"], json!({"postgresClusterRef": {"name": "pg"}}));
-    let got = dry_run(&api, &obj::<TerdutServer>("s", spec)).await.unwrap();
-    assert_eq!(got.data["spec"]["database"]["postgresClusterRef"]["user"], "terdut");
-    assert_eq!(got.data["spec"]["database"]["postgresClusterRef"]["database"], "terdut");
+    let spec = with(
+        server_spec(),
+        &["database"],
+        json!({"postgresClusterRef": {"name": "pg"}}),
+    );
+    let got = dry_run(&api, &obj::<TerdutServer>("s", spec))
+        .await
+        .unwrap();
+    assert_eq!(
+        got.data["spec"]["database"]["postgresClusterRef"]["user"],
+        "terdut"
+    );
+    assert_eq!(
+        got.data["spec"]["database"]["postgresClusterRef"]["database"],
+        "terdut"
+    );
 }
 
 #[tokio::test]
@@ -118,10 +145,20 @@ async fn database_needs_exactly_one_source() {
     let neither = with(server_spec(), &["database"], json!({}));
     assert_rejected(&api, &obj::<TerdutServer>("neither", neither), msg).await;
     // An explicit null is pruned like an absent field, so it cannot satisfy the rule.
-    let null_dsn = with(server_spec(), &["database"], json!({"dsn": null, "postgresClusterRef": null}));
+    let null_dsn = with(
+        server_spec(),
+        &["database"],
+        json!({"dsn": null, "postgresClusterRef": null}),
+    );
     assert_rejected(&api, &obj::<TerdutServer>("nulls", null_dsn), msg).await;
-    let zalando = with(server_spec(), &["database"], json!({"postgresClusterRef": {"name": "pg"}}));
-    dry_run(&api, &obj::<TerdutServer>("zalando", zalando)).await.unwrap();
+    let zalando = with(
+        server_spec(),
+        &["database"],
+        json!({"postgresClusterRef": {"name": "pg"}}),
+    );
+    dry_run(&api, &obj::<TerdutServer>("zalando", zalando))
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -133,13 +170,20 @@ async fn password_secret_only_with_dsn() {
         &["database"],
         json!({"postgresClusterRef": {"name": "pg"}, "passwordSecretRef": {"name": "s", "key": "password"}}),
     );
-    assert_rejected(&api, &obj::<TerdutServer>("pw", bad), "database.passwordSecretRef goes with database.dsn").await;
+    assert_rejected(
+        &api,
+        &obj::<TerdutServer>("pw", bad),
+        "database.passwordSecretRef goes with database.dsn",
+    )
+    .await;
     let good = with(
         server_spec(),
         &["database"],
         json!({"dsn": "postgres://x@y/z", "passwordSecretRef": {"name": "s", "key": "password"}}),
     );
-    dry_run(&api, &obj::<TerdutServer>("pw-ok", good)).await.unwrap();
+    dry_run(&api, &obj::<TerdutServer>("pw-ok", good))
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -147,12 +191,22 @@ async fn disruption_budget_takes_one_bound() {
     let (client, ns) = setup("pdb").await;
     let api = api_for::<TerdutServer>(&client, &ns);
     let msg = "set exactly one of disruptionBudget.minAvailable or disruptionBudget.maxUnavailable";
-    let both = with(server_spec(), &["pod", "disruptionBudget"], json!({"minAvailable": 1, "maxUnavailable": "50%"}));
+    let both = with(
+        server_spec(),
+        &["pod", "disruptionBudget"],
+        json!({"minAvailable": 1, "maxUnavailable": "50%"}),
+    );
     assert_rejected(&api, &obj::<TerdutServer>("both", both), msg).await;
     let none = with(server_spec(), &["pod", "disruptionBudget"], json!({}));
     assert_rejected(&api, &obj::<TerdutServer>("none", none), msg).await;
-    let pct = with(server_spec(), &["pod", "disruptionBudget"], json!({"maxUnavailable": "50%"}));
-    dry_run(&api, &obj::<TerdutServer>("pct", pct)).await.unwrap();
+    let pct = with(
+        server_spec(),
+        &["pod", "disruptionBudget"],
+        json!({"maxUnavailable": "50%"}),
+    );
+    dry_run(&api, &obj::<TerdutServer>("pct", pct))
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -160,7 +214,11 @@ async fn selector_iff_from_selector() {
     let (client, ns) = setup("consent").await;
     let api = api_for::<TerdutServer>(&client, &ns);
     let msg = "allowedTeams.namespaces.selector is required when from is Selector";
-    let missing = with(server_spec(), &["allowedTeams", "namespaces"], json!({"from": "Selector"}));
+    let missing = with(
+        server_spec(),
+        &["allowedTeams", "namespaces"],
+        json!({"from": "Selector"}),
+    );
     assert_rejected(&api, &obj::<TerdutServer>("missing", missing), msg).await;
     let stray = with(
         server_spec(),
@@ -168,33 +226,61 @@ async fn selector_iff_from_selector() {
         json!({"from": "All", "selector": {"matchLabels": {"a": "b"}}}),
     );
     assert_rejected(&api, &obj::<TerdutServer>("stray", stray), msg).await;
-    let bad_enum = with(server_spec(), &["allowedTeams", "namespaces"], json!({"from": "Everyone"}));
-    assert_rejected(&api, &obj::<TerdutServer>("enum", bad_enum), "supported values: \"None\", \"Same\", \"All\", \"Selector\"").await;
+    let bad_enum = with(
+        server_spec(),
+        &["allowedTeams", "namespaces"],
+        json!({"from": "Everyone"}),
+    );
+    assert_rejected(
+        &api,
+        &obj::<TerdutServer>("enum", bad_enum),
+        "supported values: \"None\", \"Same\", \"All\", \"Selector\"",
+    )
+    .await;
     for from in ["None", "Same", "All"] {
-        let ok = with(server_spec(), &["allowedTeams", "namespaces"], json!({"from": from}));
-        dry_run(&api, &obj::<TerdutServer>(&from.to_lowercase(), ok)).await.unwrap();
+        let ok = with(
+            server_spec(),
+            &["allowedTeams", "namespaces"],
+            json!({"from": from}),
+        );
+        dry_run(&api, &obj::<TerdutServer>(&from.to_lowercase(), ok))
+            .await
+            .unwrap();
     }
     let sel = with(
         server_spec(),
         &["allowedTeams", "namespaces"],
         json!({"from": "Selector", "selector": {"matchLabels": {"a": "b"}}}),
     );
-    dry_run(&api, &obj::<TerdutServer>("sel", sel)).await.unwrap();
+    dry_run(&api, &obj::<TerdutServer>("sel", sel))
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
 async fn oidc_enabled_needs_its_settings() {
     let (client, ns) = setup("oidc").await;
     let api = api_for::<TerdutServer>(&client, &ns);
-    let bad = with(server_spec(), &["oidc"], json!({"enabled": true, "issuer": "https://idp"}));
-    assert_rejected(&api, &obj::<TerdutServer>("oidc", bad), "oidc.enabled needs oidc.issuer, oidc.clientID and oidc.clientSecretRef").await;
+    let bad = with(
+        server_spec(),
+        &["oidc"],
+        json!({"enabled": true, "issuer": "https://idp"}),
+    );
+    assert_rejected(
+        &api,
+        &obj::<TerdutServer>("oidc", bad),
+        "oidc.enabled needs oidc.issuer, oidc.clientID and oidc.clientSecretRef",
+    )
+    .await;
     let good = with(
         server_spec(),
         &["oidc"],
         json!({"enabled": true, "issuer": "https://idp", "clientID": "terdut",
                "clientSecretRef": {"name": "oidc", "key": "client-secret"}}),
     );
-    dry_run(&api, &obj::<TerdutServer>("oidc-ok", good)).await.unwrap();
+    dry_run(&api, &obj::<TerdutServer>("oidc-ok", good))
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -219,12 +305,18 @@ async fn durations_must_be_go_durations_everywhere() {
     }
     for good in ["30s", "5m", "6h", "1h30m", "1.5h", "0"] {
         let spec = with(server_spec(), &["sweeper", "staleAfter"], json!(good));
-        dry_run(&servers, &obj::<TerdutServer>("ok", spec)).await.unwrap();
+        dry_run(&servers, &obj::<TerdutServer>("ok", spec))
+            .await
+            .unwrap();
     }
     let ladder = |t: &str| json!({"levels": [{"timeout": t, "targets": [{"kind": "oncall"}]}]});
     let spec = with(team_spec(), &["escalation"], ladder("five minutes"));
     assert_rejected(&teams, &obj::<TerdutTeam>("t1", spec), msg).await;
-    let spec = with(team_spec(), &["deadmanSwitches"], json!([{"name": "w", "matcher": "a=b", "timeout": "15"}]));
+    let spec = with(
+        team_spec(),
+        &["deadmanSwitches"],
+        json!([{"name": "w", "matcher": "a=b", "timeout": "15"}]),
+    );
     assert_rejected(&teams, &obj::<TerdutTeam>("t2", spec), msg).await;
 }
 
@@ -233,11 +325,29 @@ async fn escalation_needs_levels_and_valid_targets() {
     let (client, ns) = setup("esc").await;
     let api = api_for::<TerdutTeam>(&client, &ns);
     let empty = with(team_spec(), &["escalation"], json!({"levels": []}));
-    assert_rejected(&api, &obj::<TerdutTeam>("empty", empty), "should have at least 1 items").await;
-    let no_targets = with(team_spec(), &["escalation"], json!({"levels": [{"timeout": "5m", "targets": []}]}));
-    assert_rejected(&api, &obj::<TerdutTeam>("nt", no_targets), "should have at least 1 items").await;
+    assert_rejected(
+        &api,
+        &obj::<TerdutTeam>("empty", empty),
+        "should have at least 1 items",
+    )
+    .await;
+    let no_targets = with(
+        team_spec(),
+        &["escalation"],
+        json!({"levels": [{"timeout": "5m", "targets": []}]}),
+    );
+    assert_rejected(
+        &api,
+        &obj::<TerdutTeam>("nt", no_targets),
+        "should have at least 1 items",
+    )
+    .await;
     let msg = "an escalation target of kind user needs a username";
-    let user_without = with(team_spec(), &["escalation"], json!({"levels": [{"timeout": "5m", "targets": [{"kind": "user"}]}]}));
+    let user_without = with(
+        team_spec(),
+        &["escalation"],
+        json!({"levels": [{"timeout": "5m", "targets": [{"kind": "user"}]}]}),
+    );
     assert_rejected(&api, &obj::<TerdutTeam>("u", user_without), msg).await;
     let oncall_with = with(
         team_spec(),
@@ -245,8 +355,17 @@ async fn escalation_needs_levels_and_valid_targets() {
         json!({"levels": [{"timeout": "5m", "targets": [{"kind": "oncall", "username": "alice"}]}]}),
     );
     assert_rejected(&api, &obj::<TerdutTeam>("o", oncall_with), msg).await;
-    let bad_kind = with(team_spec(), &["escalation"], json!({"levels": [{"timeout": "5m", "targets": [{"kind": "group"}]}]}));
-    assert_rejected(&api, &obj::<TerdutTeam>("k", bad_kind), "supported values: \"oncall\", \"user\"").await;
+    let bad_kind = with(
+        team_spec(),
+        &["escalation"],
+        json!({"levels": [{"timeout": "5m", "targets": [{"kind": "group"}]}]}),
+    );
+    assert_rejected(
+        &api,
+        &obj::<TerdutTeam>("k", bad_kind),
+        "supported values: \"oncall\", \"user\"",
+    )
+    .await;
     let ok = with(
         team_spec(),
         &["escalation"],
@@ -261,38 +380,80 @@ async fn switch_names_are_unique() {
     let (client, ns) = setup("sw").await;
     let api = api_for::<TerdutTeam>(&client, &ns);
     let sw = |n: &str| json!({"name": n, "matcher": "alertname=Watchdog", "timeout": "15m"});
-    let dup = with(team_spec(), &["deadmanSwitches"], json!([sw("watchdog"), sw("watchdog")]));
+    let dup = with(
+        team_spec(),
+        &["deadmanSwitches"],
+        json!([sw("watchdog"), sw("watchdog")]),
+    );
     assert_rejected(&api, &obj::<TerdutTeam>("dup", dup), "Duplicate value").await;
-    let ok = with(team_spec(), &["deadmanSwitches"], json!([sw("watchdog"), sw("heartbeat")]));
+    let ok = with(
+        team_spec(),
+        &["deadmanSwitches"],
+        json!([sw("watchdog"), sw("heartbeat")]),
+    );
     let got = dry_run(&api, &obj::<TerdutTeam>("ok", ok)).await.unwrap();
-    assert_eq!(got.data["spec"]["deadmanSwitches"][0]["severity"], "critical");
+    assert_eq!(
+        got.data["spec"]["deadmanSwitches"][0]["severity"],
+        "critical"
+    );
     let bad_sev = with(
         team_spec(),
         &["deadmanSwitches"],
         json!([{"name": "w", "matcher": "a=b", "timeout": "1m", "severity": "page"}]),
     );
-    assert_rejected(&api, &obj::<TerdutTeam>("sev", bad_sev), "supported values: \"critical\", \"warning\", \"info\"").await;
+    assert_rejected(
+        &api,
+        &obj::<TerdutTeam>("sev", bad_sev),
+        "supported values: \"critical\", \"warning\", \"info\"",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn required_fields_are_required() {
     let (client, ns) = setup("req").await;
     let teams = api_for::<TerdutTeam>(&client, &ns);
-    assert_rejected(&teams, &obj::<TerdutTeam>("t", json!({"displayName": "X"})), "spec.serverRef: Required value").await;
-    assert_rejected(&teams, &obj::<TerdutTeam>("t", json!({"serverRef": {}, "displayName": "X"})), "spec.serverRef.name: Required value").await;
-    assert_rejected(&teams, &obj::<TerdutTeam>("t", json!({"serverRef": {"name": "s"}, "displayName": ""})), "spec.displayName").await;
+    assert_rejected(
+        &teams,
+        &obj::<TerdutTeam>("t", json!({"displayName": "X"})),
+        "spec.serverRef: Required value",
+    )
+    .await;
+    assert_rejected(
+        &teams,
+        &obj::<TerdutTeam>("t", json!({"serverRef": {}, "displayName": "X"})),
+        "spec.serverRef.name: Required value",
+    )
+    .await;
+    assert_rejected(
+        &teams,
+        &obj::<TerdutTeam>("t", json!({"serverRef": {"name": "s"}, "displayName": ""})),
+        "spec.displayName",
+    )
+    .await;
     let sources = api_for::<TerdutAlertSource>(&client, &ns);
-    assert_rejected(&sources, &obj::<TerdutAlertSource>("a", json!({"kind": "generic", "name": "x"})), "spec.teamRef: Required value").await;
     assert_rejected(
         &sources,
-        &obj::<TerdutAlertSource>("a", json!({"teamRef": {"name": "t"}, "kind": "pagerduty", "name": "x"})),
+        &obj::<TerdutAlertSource>("a", json!({"kind": "generic", "name": "x"})),
+        "spec.teamRef: Required value",
+    )
+    .await;
+    assert_rejected(
+        &sources,
+        &obj::<TerdutAlertSource>(
+            "a",
+            json!({"teamRef": {"name": "t"}, "kind": "pagerduty", "name": "x"}),
+        ),
         "supported values: \"alertmanager\", \"grafana\", \"generic\"",
     )
     .await;
     let servers = api_for::<TerdutServer>(&client, &ns);
     assert_rejected(
         &servers,
-        &obj::<TerdutServer>("s", json!({"networking": {"hostname": "h"}, "database": {"dsn": "x"}})),
+        &obj::<TerdutServer>(
+            "s",
+            json!({"networking": {"hostname": "h"}, "database": {"dsn": "x"}}),
+        ),
         "spec.image: Required value",
     )
     .await;
@@ -305,7 +466,9 @@ async fn limits_keep_objects_bounded() {
     let long = "x".repeat(129);
     let spec = with(team_spec(), &["displayName"], json!(long));
     assert_rejected(&teams, &obj::<TerdutTeam>("long", spec), "Too long").await;
-    let many: Vec<Value> = (0..65).map(|i| json!({"name": format!("s{i}"), "matcher": "a=b", "timeout": "1m"})).collect();
+    let many: Vec<Value> = (0..65)
+        .map(|i| json!({"name": format!("s{i}"), "matcher": "a=b", "timeout": "1m"}))
+        .collect();
     let spec = with(team_spec(), &["deadmanSwitches"], json!(many));
     assert_rejected(&teams, &obj::<TerdutTeam>("many", spec), "Too many").await;
 }
@@ -314,24 +477,46 @@ async fn limits_keep_objects_bounded() {
 async fn refs_are_immutable() {
     let (client, ns) = setup("immut").await;
     let teams = api_for::<TerdutTeam>(&client, &ns);
-    let mut t = create(&teams, &obj::<TerdutTeam>("t", team_spec())).await.unwrap();
+    let mut t = create(&teams, &obj::<TerdutTeam>("t", team_spec()))
+        .await
+        .unwrap();
     // Other fields stay editable.
     t.data["spec"]["displayName"] = json!("Platform Engineering");
-    t = teams.replace("t", &PostParams::default(), &t).await.unwrap();
+    t = teams
+        .replace("t", &PostParams::default(), &t)
+        .await
+        .unwrap();
     t.data["spec"]["serverRef"]["name"] = json!("other");
-    let e = teams.replace("t", &PostParams::default(), &t).await.unwrap_err().to_string();
+    let e = teams
+        .replace("t", &PostParams::default(), &t)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("serverRef is immutable"), "{e}");
     t.data["spec"]["serverRef"] = json!({"name": "terdut", "namespace": "elsewhere"});
-    let e = teams.replace("t", &PostParams::default(), &t).await.unwrap_err().to_string();
+    let e = teams
+        .replace("t", &PostParams::default(), &t)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("serverRef is immutable"), "{e}");
 
     let sources = api_for::<TerdutAlertSource>(&client, &ns);
     let spec = json!({"teamRef": {"name": "t"}, "kind": "generic", "name": "x"});
-    let mut a = create(&sources, &obj::<TerdutAlertSource>("a", spec)).await.unwrap();
+    let mut a = create(&sources, &obj::<TerdutAlertSource>("a", spec))
+        .await
+        .unwrap();
     a.data["spec"]["name"] = json!("renamed");
-    a = sources.replace("a", &PostParams::default(), &a).await.unwrap();
+    a = sources
+        .replace("a", &PostParams::default(), &a)
+        .await
+        .unwrap();
     a.data["spec"]["teamRef"]["name"] = json!("u");
-    let e = sources.replace("a", &PostParams::default(), &a).await.unwrap_err().to_string();
+    let e = sources
+        .replace("a", &PostParams::default(), &a)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("teamRef is immutable"), "{e}");
 }
 
@@ -339,22 +524,40 @@ async fn refs_are_immutable() {
 async fn examples_apply_with_strict_server_validation() {
     let cp = ControlPlane::shared().await.unwrap();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     files.sort();
-    assert!(files.len() >= 4, "expected one example per CRD at least, got {files:?}");
+    assert!(
+        files.len() >= 4,
+        "expected one example per CRD at least, got {files:?}"
+    );
     // The namespaces must exist for real before namespaced objects can be dry-run.
-    let (ok, out) = cp.kubectl(&["apply", "-f", files[0].to_str().unwrap()]).unwrap();
+    let (ok, out) = cp
+        .kubectl(&["apply", "-f", files[0].to_str().unwrap()])
+        .unwrap();
     assert!(ok, "{out}");
     let mut kinds = vec![];
     for f in &files[1..] {
-        let (ok, out) =
-            cp.kubectl(&["apply", "--dry-run=server", "--validate=strict", "-f", f.to_str().unwrap()]).unwrap();
+        let (ok, out) = cp
+            .kubectl(&[
+                "apply",
+                "--dry-run=server",
+                "--validate=strict",
+                "-f",
+                f.to_str().unwrap(),
+            ])
+            .unwrap();
         assert!(ok, "{} failed: {out}", f.display());
         kinds.push(out);
     }
     let all = kinds.join("\n");
     for kind in ["terdutserver.", "terdutteam.", "terdutalertsource."] {
-        assert!(all.contains(kind), "no example of {kind} in docs/examples: {all}");
+        assert!(
+            all.contains(kind),
+            "no example of {kind} in docs/examples: {all}"
+        );
     }
 }
 
@@ -363,15 +566,40 @@ async fn category_lists_all_three_kinds() {
     let cp = ControlPlane::shared().await.unwrap();
     let client = cp.client().await.unwrap();
     let ns = cp.namespace(&client, "cat").await.unwrap();
-    create(&api_for::<TerdutServer>(&client, &ns), &obj::<TerdutServer>("s", server_spec())).await.unwrap();
-    create(&api_for::<TerdutTeam>(&client, &ns), &obj::<TerdutTeam>("t", team_spec())).await.unwrap();
+    create(
+        &api_for::<TerdutServer>(&client, &ns),
+        &obj::<TerdutServer>("s", server_spec()),
+    )
+    .await
+    .unwrap();
+    create(
+        &api_for::<TerdutTeam>(&client, &ns),
+        &obj::<TerdutTeam>("t", team_spec()),
+    )
+    .await
+    .unwrap();
     let spec = json!({"teamRef": {"name": "t"}, "kind": "generic", "name": "x"});
-    create(&api_for::<TerdutAlertSource>(&client, &ns), &obj::<TerdutAlertSource>("a", spec)).await.unwrap();
+    create(
+        &api_for::<TerdutAlertSource>(&client, &ns),
+        &obj::<TerdutAlertSource>("a", spec),
+    )
+    .await
+    .unwrap();
     let (ok, out) = cp.kubectl(&["get", "terdut", "-n", &ns]).unwrap();
     assert!(ok, "{out}");
-    for name in ["terdutserver.terdut.ryuvia.com/s", "terdutteam.terdut.ryuvia.com/t", "terdutalertsource.terdut.ryuvia.com/a"] {
-        assert!(out.contains(name), "`kubectl get terdut` misses {name}:\n{out}");
+    for name in [
+        "terdutserver.terdut.ryuvia.com/s",
+        "terdutteam.terdut.ryuvia.com/t",
+        "terdutalertsource.terdut.ryuvia.com/a",
+    ] {
+        assert!(
+            out.contains(name),
+            "`kubectl get terdut` misses {name}:\n{out}"
+        );
     }
     let (ok, out) = cp.kubectl(&["get", "tdt", "-n", &ns]).unwrap();
-    assert!(ok && out.contains("SERVER") && out.contains("TEAMID") && out.contains("READY"), "{out}");
+    assert!(
+        ok && out.contains("SERVER") && out.contains("TEAMID") && out.contains("READY"),
+        "{out}"
+    );
 }

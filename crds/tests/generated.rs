@@ -2,7 +2,8 @@
 
 #[test]
 fn committed_crds_match_the_types() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../chart/terdut-operator/crds");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../chart/terdut-operator/crds");
     let rendered = terdut_crds::manifest::rendered().unwrap();
     let mut committed: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -11,9 +12,15 @@ fn committed_crds_match_the_types() {
     committed.sort();
     let mut expected: Vec<_> = rendered.iter().map(|(f, _)| f.clone()).collect();
     expected.sort();
-    assert_eq!(committed, expected, "chart CRD files differ from the kinds: run `just crds`");
+    assert_eq!(
+        committed, expected,
+        "chart CRD files differ from the kinds: run `just crds`"
+    );
     for (file, yaml) in rendered {
         let on_disk = std::fs::read_to_string(dir.join(&file)).unwrap();
-        assert!(on_disk == yaml, "{file} is stale: run `just crds` and commit the result");
+        assert!(
+            on_disk == yaml,
+            "{file} is stale: run `just crds` and commit the result"
+        );
     }
 }

@@ -12,15 +12,17 @@ pub fn bin_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("TERDUT_K8S_BIN") {
         return PathBuf::from(dir);
     }
-    let cache = std::env::var_os("TERDUT_CACHE").map(PathBuf::from).unwrap_or_else(|| {
-        std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into()))
-                    .join(".cache")
-            })
-            .join("terdut-operator")
-    });
+    let cache = std::env::var_os("TERDUT_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into()))
+                        .join(".cache")
+                })
+                .join("terdut-operator")
+        });
     cache.join(format!("k8s-{K8S_VERSION}")).join("bin")
 }
 

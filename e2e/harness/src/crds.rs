@@ -8,18 +8,27 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 
-pub async fn install_crds(client: &Client, crds: Vec<CustomResourceDefinition>) -> anyhow::Result<()> {
+pub async fn install_crds(
+    client: &Client,
+    crds: Vec<CustomResourceDefinition>,
+) -> anyhow::Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let pp = PatchParams::apply("terdut-testenv").force();
     for crd in &crds {
         let name = crd.metadata.name.clone().context("CRD without a name")?;
-        api.patch(&name, &pp, &Patch::Apply(crd)).await.with_context(|| format!("applying {name}"))?;
+        api.patch(&name, &pp, &Patch::Apply(crd))
+            .await
+            .with_context(|| format!("applying {name}"))?;
     }
     for crd in &crds {
         let name = crd.metadata.name.clone().unwrap_or_default();
         wait_until(Duration::from_secs(60), || async {
             let got = api.get(&name).await.ok()?;
-            let est = got.status?.conditions?.into_iter().any(|c| c.type_ == "Established" && c.status == "True");
+            let est = got
+                .status?
+                .conditions?
+                .into_iter()
+                .any(|c| c.type_ == "Established" && c.status == "True");
             est.then_some(())
         })
         .await
@@ -28,7 +37,10 @@ pub async fn install_crds(client: &Client, crds: Vec<CustomResourceDefinition>) 
         let plural = crd.spec.names.plural.clone();
         wait_until(Duration::from_secs(60), || async {
             let list = client.list_api_group_resources(&gv).await.ok()?;
-            list.resources.iter().any(|r| r.name == plural).then_some(())
+            list.resources
+                .iter()
+                .any(|r| r.name == plural)
+                .then_some(())
         })
         .await
         .with_context(|| format!("{plural} never appeared in discovery"))?;

@@ -47,7 +47,10 @@ impl ControlPlane {
     pub async fn shared() -> anyhow::Result<&'static ControlPlane> {
         SHARED
             .get_or_try_init(|| async {
-                let cp = process::start(process::Options { controller_manager: true }).await?;
+                let cp = process::start(process::Options {
+                    controller_manager: true,
+                })
+                .await?;
                 let client = cp.client().await?;
                 install_crds(&client, terdut_crds::v1alpha1::crds()).await?;
                 Ok(cp)
@@ -73,7 +76,8 @@ impl ControlPlane {
     /// Creates a namespace `<prefix>-<random>` and returns its name.
     pub async fn namespace(&self, client: &Client, prefix: &str) -> anyhow::Result<String> {
         let name = format!("{prefix}-{}", process::random_suffix());
-        self.create_namespace(client, &name, Default::default()).await?;
+        self.create_namespace(client, &name, Default::default())
+            .await?;
         Ok(name)
     }
 

@@ -18,7 +18,9 @@ pub(crate) struct Options {
 
 pub(crate) fn random_suffix() -> String {
     let mut rng = rand::rng();
-    (0..6).map(|_| char::from(b'a' + rng.random_range(0..26u8))).collect()
+    (0..6)
+        .map(|_| char::from(b'a' + rng.random_range(0..26u8)))
+        .collect()
 }
 
 fn free_port() -> anyhow::Result<u16> {
@@ -40,7 +42,11 @@ fn spawn(bin: &Path, args: &[String], log: &Path) -> anyhow::Result<u32> {
 /// Stops `pids` and removes `dir` once this test process is gone (or was killed).
 fn watchdog(pids: &[u32], dir: &Path) -> anyhow::Result<()> {
     let me = std::process::id();
-    let pids = pids.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
+    let pids = pids
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(" ");
     let script = format!(
         "while kill -0 {me} 2>/dev/null; do sleep 0.5; done; kill {pids} 2>/dev/null; \
          sleep 2; kill -9 {pids} 2>/dev/null; rm -rf '{}'",
@@ -64,14 +70,24 @@ async fn wait_http(what: &str, probe: impl Fn() -> bool, log: &Path) -> anyhow::
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let tail = std::fs::read_to_string(log).unwrap_or_default();
-    let tail: String = tail.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+    let tail: String = tail
+        .lines()
+        .rev()
+        .take(30)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect::<Vec<_>>()
+        .join("\n");
     bail!("{what} did not become ready in 60s; last log lines:\n{tail}")
 }
 
 /// A plain-HTTP GET on loopback returning true on a 200 (etcd's /health).
 fn http_ok(port: u16, path: &str) -> bool {
     use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
     if write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").is_err() {
         return false;
@@ -82,7 +98,11 @@ fn http_ok(port: u16, path: &str) -> bool {
 }
 
 fn openssl(args: &[&str], cwd: &Path) -> anyhow::Result<()> {
-    let st = Command::new("openssl").args(args).current_dir(cwd).stderr(Stdio::null()).status()
+    let st = Command::new("openssl")
+        .args(args)
+        .current_dir(cwd)
+        .stderr(Stdio::null())
+        .status()
         .context("running openssl (install it: apt-get install openssl)")?;
     if !st.success() {
         bail!("openssl {args:?} failed");
@@ -115,13 +135,21 @@ pub(crate) async fn start(opts: Options) -> anyhow::Result<ControlPlane> {
         &logs.join("etcd.log"),
     )?);
     watchdog(&pids, &dir)?;
-    wait_http("etcd", || http_ok(client_port, "/health"), &logs.join("etcd.log")).await?;
+    wait_http(
+        "etcd",
+        || http_ok(client_port, "/health"),
+        &logs.join("etcd.log"),
+    )
+    .await?;
 
     // kube-apiserver: static token auth (admin in system:masters), self-signed serving cert.
     openssl(&["genrsa", "-out", "sa.key", "2048"], &dir)?;
     openssl(&["rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub"], &dir)?;
     let token = format!("admin-{}{}", random_suffix(), random_suffix());
-    std::fs::write(dir.join("tokens.csv"), format!("{token},admin,uid-admin,\"system:masters\"\n"))?;
+    std::fs::write(
+        dir.join("tokens.csv"),
+        format!("{token},admin,uid-admin,\"system:masters\"\n"),
+    )?;
     let port = free_port()?;
     let server = format!("https://127.0.0.1:{port}");
     pids.push(spawn(
@@ -140,8 +168,14 @@ pub(crate) async fn start(opts: Options) -> anyhow::Result<ControlPlane> {
             "--authorization-mode=RBAC".into(),
             format!("--token-auth-file={}", dir.join("tokens.csv").display()),
             format!("--service-account-issuer={server}/"),
-            format!("--service-account-key-file={}", dir.join("sa.pub").display()),
-            format!("--service-account-signing-key-file={}", dir.join("sa.key").display()),
+            format!(
+                "--service-account-key-file={}",
+                dir.join("sa.pub").display()
+            ),
+            format!(
+                "--service-account-signing-key-file={}",
+                dir.join("sa.key").display()
+            ),
             "--v=0".into(),
         ],
         &logs.join("kube-apiserver.log"),
@@ -149,7 +183,11 @@ pub(crate) async fn start(opts: Options) -> anyhow::Result<ControlPlane> {
     watchdog(&pids, &dir)?;
     let kubeconfig_path = dir.join("admin.kubeconfig");
     std::fs::write(&kubeconfig_path, kubeconfig::render(&server, &token))?;
-    let cp = ControlPlane { server, kubeconfig: kubeconfig_path.clone(), dir: dir.clone() };
+    let cp = ControlPlane {
+        server,
+        kubeconfig: kubeconfig_path.clone(),
+        dir: dir.clone(),
+    };
     let kubectl = tool("kubectl")?;
     let ready = || {
         Command::new(&kubectl)

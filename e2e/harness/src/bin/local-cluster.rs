@@ -7,7 +7,9 @@ use terdut_testenv::ControlPlane;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let out = std::env::args().nth(1).unwrap_or_else(|| ".tmp/kubeconfig".into());
+    let out = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| ".tmp/kubeconfig".into());
     let cp = ControlPlane::shared().await?;
     if let Some(parent) = std::path::Path::new(&out).parent() {
         std::fs::create_dir_all(parent)?;
@@ -16,7 +18,11 @@ async fn main() -> anyhow::Result<()> {
     let tmp = format!("{out}.partial");
     std::fs::copy(cp.kubeconfig(), &tmp)?;
     std::fs::rename(&tmp, &out)?;
-    eprintln!("control plane at {} (logs in {}); kubeconfig: {out}", cp.server, cp.dir().join("logs").display());
+    eprintln!(
+        "control plane at {} (logs in {}); kubeconfig: {out}",
+        cp.server,
+        cp.dir().join("logs").display()
+    );
     tokio::signal::ctrl_c().await?;
     let _ = std::fs::remove_file(&out);
     Ok(())

@@ -1,0 +1,309 @@
+//! Every way a terdut-server call can fail, classified once so callers match on meaning, not on
+//! status codes (terdut-api.md lists the status and `error` code of each row).
+//!
+//! No variant holds a secret: the bearer key travels only in a header, the integration key and
+//! webhook URL only in [`CreatedIntegration`](super::wire::CreatedIntegration), and transport
+//! failures are rendered from their root cause without the request URL.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use super::wire::{ErrorBody, codes};
+
+/// Why a call failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// 404: the team, ladder, switch or integration does not exist.
+    #[error("not found on the server")]
+    NotFound,
+    /// 409 `team_name_taken`: the name belongs to a team with another `external_id`
+    /// (DESIGN §2: never an adoption).
+    #[error("the team name belongs to another team on the server")]
+    TeamNameTaken,
+    /// 409 `team_has_open_incidents`: the server refuses to delete the team for now.
+    #[error("the team has open incidents; the server refuses to delete it until they are resolved")]
+    OpenIncidents,
+    /// 422 `unknown_user`: the ladder names a user the server does not know (DESIGN §2).
+    #[error("the server knows no user {username:?}")]
+    UnknownUser { username: String },
+    /// 409 `switch_name_taken`: another switch of the team has this name.
+    #[error("another dead man's switch of the team has this name")]
+    SwitchNameTaken,
+    /// 401: the operator key was refused.
+    #[error("the server refused the operator key (401)")]
+    Unauthorized,
+    /// 422 `invalid` (or 400): the server refused the body; `message` is the server's text.
+    #[error("the server refused the request as invalid: {message}")]
+    Invalid { message: String },
+    /// 5xx, 429, a timeout, a refused or reset connection: the same call may succeed soon.
+    #[error("transient failure ({cause}): {detail}")]
+    Transient {
+        cause: TransientCause,
+        detail: String,
+    },
+    /// A status or `error` code the contract does not list for the call.
+    #[error("unexpected response: HTTP {status}{}", code.as_deref().map(|c| format!(" ({c})")).unwrap_or_default())]
+    Unexpected { status: u16, code: Option<String> },
+    /// A success status whose body is not what the contract says.
+    #[error("the server's response did not decode: {detail}")]
+    Decode { detail: String },
+    /// The client could not be built or the request could not be formed (a bad base URL).
+    #[error("API client configuration: {message}")]
+    Config { message: String },
+}
+
+/// What made a failure [`ApiError::Transient`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransientCause {
+    /// The server answered 5xx or 429.
+    Status(u16),
+    /// The connect or request timeout expired.
+    Timeout,
+    /// No connection could be made (refused, unreachable, DNS).
+    Connect,
+    /// The connection broke before a whole response arrived (reset, closed, truncated body).
+    Connection,
+}
+
+impl fmt::Display for TransientCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Status(s) => write!(f, "HTTP {s}"),
+            Self::Timeout => f.write_str("timeout"),
+            Self::Connect => f.write_str("connect"),
+            Self::Connection => f.write_str("connection broken"),
+        }
+    }
+}
+
+impl ApiError {
+    /// Whether repeating the same call, unchanged, can succeed later without anyone editing a
+    /// spec:
+    /// - `Transient`: soon (back off and retry).
+    /// - `OpenIncidents`: once the incidents are resolved (terdut-api.md "retry later").
+    /// - `Unauthorized`: while a replaced operator-key Secret rolls the pods, the old ones still
+    ///   answer 401 (DESIGN §6), so a retry with backoff heals it.
+    ///
+    /// Everything else needs a change first (a spec, another team's name, a user signing up) and
+    /// is left to the periodic resync (DESIGN §5).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::Transient { .. } | Self::OpenIncidents | Self::Unauthorized
+        )
+    }
+
+    /// Whether this is a transport-level or server-side hiccup.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Transient { .. })
+    }
+
+    /// A stable snake_case label: the `outcome` of the request metrics and usable as a base for
+    /// Event reasons. Never carries a value from the response.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::NotFound => "not_found",
+            Self::TeamNameTaken => "team_name_taken",
+            Self::OpenIncidents => "open_incidents",
+            Self::UnknownUser { .. } => "unknown_user",
+            Self::SwitchNameTaken => "switch_name_taken",
+            Self::Unauthorized => "unauthorized",
+            Self::Invalid { .. } => "invalid",
+            Self::Transient { .. } => "transient",
+            Self::Unexpected { .. } => "unexpected",
+            Self::Decode { .. } => "decode",
+            Self::Config { .. } => "config",
+        }
+    }
+
+    /// Every category, for tests and dashboards.
+    pub const CATEGORIES: [&'static str; 11] = [
+        "not_found",
+        "team_name_taken",
+        "open_incidents",
+        "unknown_user",
+        "switch_name_taken",
+        "unauthorized",
+        "invalid",
+        "transient",
+        "unexpected",
+        "decode",
+        "config",
+    ];
+
+    /// Classifies a non-2xx response by its status and `{"error", "message"}` body
+    /// (terdut-api.md). A body that is not the contract's shape still classifies by status.
+    pub fn from_response(status: u16, body: &[u8]) -> Self {
+        let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
+        let code = parsed.as_ref().map(|b| b.error.as_str()).unwrap_or("");
+        let message = || {
+            parsed
+                .as_ref()
+                .map(|b| b.message.clone())
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| format!("HTTP {status}"))
+        };
+        let unexpected = || Self::Unexpected {
+            status,
+            code: (!code.is_empty()).then(|| truncate(code, 64)),
+        };
+        match status {
+            401 => Self::Unauthorized,
+            404 => Self::NotFound,
+            409 => match code {
+                codes::TEAM_NAME_TAKEN => Self::TeamNameTaken,
+                codes::TEAM_HAS_OPEN_INCIDENTS => Self::OpenIncidents,
+                codes::SWITCH_NAME_TAKEN => Self::SwitchNameTaken,
+                _ => unexpected(),
+            },
+            422 if code == codes::UNKNOWN_USER => Self::UnknownUser {
+                username: parsed.and_then(|b| b.username).unwrap_or_default(),
+            },
+            400 | 422 => Self::Invalid {
+                message: truncate(&message(), 512),
+            },
+            429 | 500..=599 => Self::Transient {
+                cause: TransientCause::Status(status),
+                detail: truncate(&message(), 256),
+            },
+            _ => unexpected(),
+        }
+    }
+
+    /// Classifies a transport failure. The rendering walks to the root cause of the error
+    /// with the URL stripped, so nothing of the request but its kind shows.
+    pub fn from_transport(err: reqwest::Error) -> Self {
+        let err = err.without_url();
+        let detail = root_cause(&err);
+        if err.is_builder() {
+            return Self::Config { message: detail };
+        }
+        let cause = if err.is_timeout() {
+            TransientCause::Timeout
+        } else if err.is_connect() {
+            TransientCause::Connect
+        } else {
+            TransientCause::Connection
+        };
+        Self::Transient { cause, detail }
+    }
+}
+
+fn root_cause(err: &(dyn StdError + 'static)) -> String {
+    let mut cur = err;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    truncate(&cur.to_string(), 256)
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn classify(status: u16, body: &str) -> ApiError {
+        ApiError::from_response(status, body.as_bytes())
+    }
+
+    #[test]
+    fn classifies_every_contract_error() {
+        assert_eq!(classify(401, ""), ApiError::Unauthorized);
+        assert_eq!(
+            classify(404, r#"{"error":"not_found","message":"x"}"#),
+            ApiError::NotFound
+        );
+        assert_eq!(
+            classify(409, r#"{"error":"team_name_taken","message":"x"}"#),
+            ApiError::TeamNameTaken
+        );
+        assert_eq!(
+            classify(409, r#"{"error":"team_has_open_incidents","message":"x"}"#),
+            ApiError::OpenIncidents
+        );
+        assert_eq!(
+            classify(409, r#"{"error":"switch_name_taken","message":"x"}"#),
+            ApiError::SwitchNameTaken
+        );
+        assert_eq!(
+            classify(
+                422,
+                r#"{"error":"unknown_user","message":"x","username":"alice"}"#
+            ),
+            ApiError::UnknownUser {
+                username: "alice".into()
+            }
+        );
+        assert_eq!(
+            classify(422, r#"{"error":"invalid","message":"name is empty"}"#),
+            ApiError::Invalid {
+                message: "name is empty".into()
+            }
+        );
+    }
+
+    #[test]
+    fn classifies_what_the_contract_does_not_list() {
+        assert!(classify(500, "").is_retryable());
+        assert!(classify(503, "<html>").is_transient());
+        assert!(classify(429, "").is_transient());
+        assert_eq!(
+            classify(409, r#"{"error":"conflict"}"#),
+            ApiError::Unexpected {
+                status: 409,
+                code: Some("conflict".into())
+            }
+        );
+        assert_eq!(
+            classify(403, "nope"),
+            ApiError::Unexpected {
+                status: 403,
+                code: None
+            }
+        );
+        assert!(matches!(classify(400, "garbage"), ApiError::Invalid { .. }));
+    }
+
+    #[test]
+    fn retryable_only_where_a_retry_can_help() {
+        assert!(ApiError::OpenIncidents.is_retryable());
+        assert!(ApiError::Unauthorized.is_retryable());
+        for e in [
+            ApiError::NotFound,
+            ApiError::TeamNameTaken,
+            ApiError::SwitchNameTaken,
+            ApiError::UnknownUser {
+                username: "a".into(),
+            },
+            ApiError::Invalid {
+                message: "m".into(),
+            },
+            ApiError::Unexpected {
+                status: 418,
+                code: None,
+            },
+            ApiError::Decode { detail: "d".into() },
+            ApiError::Config {
+                message: "c".into(),
+            },
+        ] {
+            assert!(!e.is_retryable(), "{e:?}");
+            assert!(ApiError::CATEGORIES.contains(&e.category()));
+        }
+    }
+
+    #[test]
+    fn long_server_text_is_truncated() {
+        let body = format!(r#"{{"error":"invalid","message":"{}"}}"#, "x".repeat(5000));
+        let ApiError::Invalid { message } = classify(422, &body) else {
+            panic!("not invalid")
+        };
+        assert!(message.chars().count() <= 513);
+    }
+}

@@ -1,0 +1,120 @@
+//! What every actor shares: the Kubernetes client, the informer caches, the Event publisher,
+//! metrics, the clock and the operator's configuration, plus the registry through which team
+//! and alert-source actors find their server's actor.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dashmap::DashMap;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::Client;
+use kube::core::PartialObjectMeta;
+use kube::runtime::reflector::Store;
+use ractor::ActorRef;
+use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
+
+use crate::api::ApiMetrics;
+use crate::clock::Clock;
+use crate::key::ObjectKey;
+use crate::runtime::events::EventPublisher;
+use crate::runtime::metrics::OperatorMetrics;
+use crate::server::actor::ServerMsg;
+
+/// Operator settings (flags of the binary, see docs/configuration.md).
+#[derive(Clone, Debug)]
+pub struct OperatorConfig {
+    /// Periodic resync of every object (DESIGN §5: 5 minutes), jittered by ±10%.
+    pub resync: Duration,
+    /// How the operator reaches a TerdutServer's API. `{name}`, `{namespace}` and `{port}`
+    /// (spec.networking.servicePort) are replaced. In cluster:
+    /// `http://{name}.{namespace}.svc:{port}`; out of cluster, e.g. `http://127.0.0.1:{port}`.
+    pub server_url_template: String,
+    /// Timeout of any actor-to-actor call.
+    pub call_timeout: Duration,
+    /// Timeout of one terdut-server request.
+    pub api_timeout: Duration,
+    /// Test hooks (fault injection by annotation). Never on in production.
+    pub test_hooks: bool,
+}
+
+impl Default for OperatorConfig {
+    fn default() -> Self {
+        Self {
+            resync: Duration::from_secs(300),
+            server_url_template: "http://{name}.{namespace}.svc:{port}".into(),
+            call_timeout: Duration::from_secs(10),
+            api_timeout: Duration::from_secs(15),
+            test_hooks: false,
+        }
+    }
+}
+
+impl OperatorConfig {
+    /// The API base URL of one server.
+    pub fn server_url(&self, name: &str, namespace: &str, port: i32) -> String {
+        self.server_url_template
+            .replace("{name}", name)
+            .replace("{namespace}", namespace)
+            .replace("{port}", &port.to_string())
+    }
+}
+
+/// The informer caches (reflector stores), all with managedFields stripped.
+#[derive(Clone)]
+pub struct Stores {
+    pub servers: Store<TerdutServer>,
+    pub teams: Store<TerdutTeam>,
+    pub sources: Store<TerdutAlertSource>,
+    pub deployments: Store<Deployment>,
+    pub services: Store<Service>,
+    pub pdbs: Store<PodDisruptionBudget>,
+    /// Only Secrets the operator labels (`terdut.ryuvia.com/managed=true`).
+    pub secrets: Store<Secret>,
+    /// Namespace metadata only: labels for `allowedTeams: {from: Selector}` (DESIGN §4.6).
+    pub namespaces: Store<PartialObjectMeta<Namespace>>,
+}
+
+impl std::fmt::Debug for Stores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stores").finish_non_exhaustive()
+    }
+}
+
+/// Shared context; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Ctx(Arc<Inner>);
+
+pub struct Inner {
+    pub kube: Client,
+    pub stores: Stores,
+    pub events: EventPublisher,
+    pub metrics: OperatorMetrics,
+    pub api_metrics: ApiMetrics,
+    pub clock: Arc<dyn Clock>,
+    pub config: OperatorConfig,
+    /// The running server actors, so children can ask theirs for credentials and consent.
+    pub servers: DashMap<ObjectKey, ActorRef<ServerMsg>>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ctx {
+    pub fn new(inner: Inner) -> Self {
+        Self(Arc::new(inner))
+    }
+}
+
+impl std::ops::Deref for Ctx {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}

@@ -1,0 +1,212 @@
+//! Wiring: informers -> routes -> keyed supervisors -> per-object actors.
+//!
+//! ```text
+//!  watchers/reflectors ──events──▶ OperatorRoutes ──Ensure/Remove──▶ KeyedSupervisor<ServerFactory>
+//!        │ caches (Stores)                                            └─ ServerActor (ns/name) ...
+//!        └──────────────────────────── read by every actor ◀──────────── Ctx (shared)
+//! ```
+//!
+//! Everything is built before any watch starts, so no event can arrive before its route.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use kube::Client;
+use kube::runtime::reflector::ObjectRef;
+use prometheus_client::registry::Registry;
+use ractor::{Actor, ActorRef};
+use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
+use tokio::task::JoinHandle;
+use tracing::{debug, info};
+
+use crate::api::ApiMetrics;
+use crate::clock::Clock;
+use crate::context::{Ctx, Inner, OperatorConfig};
+use crate::informers::{self, Routes};
+use crate::key::ObjectKey;
+use crate::runtime::events::EventPublisher;
+use crate::runtime::metrics::OperatorMetrics;
+use crate::server::actor::{ServerFactory, ServerSpec};
+use crate::server::observe::team_server_key;
+use crate::supervisor::{
+    KeyedSupervisor, RestartPolicy, SupervisorConfig, SupervisorMetrics, SupervisorMsg, snapshot,
+};
+
+/// Knobs of [`start`] beyond [`OperatorConfig`].
+#[derive(Clone, Debug)]
+pub struct StartOptions {
+    pub config: OperatorConfig,
+    pub restart_policy: RestartPolicy,
+    pub clock: Arc<dyn Clock>,
+    /// `reportingInstance` of Events (the pod name in cluster).
+    pub instance: String,
+}
+
+/// A running operator. Dropping it does not stop it; call [`RunningOperator::stop`].
+#[derive(Debug)]
+pub struct RunningOperator {
+    pub ctx: Ctx,
+    pub servers: ActorRef<SupervisorMsg<ServerFactory>>,
+    tasks: Vec<JoinHandle<()>>,
+    supervisor_handles: Vec<JoinHandle<()>>,
+    synced: tokio::sync::watch::Receiver<usize>,
+    expected: usize,
+}
+
+impl RunningOperator {
+    /// Waits until every informer has listed once.
+    pub async fn wait_synced(&mut self) {
+        let expected = self.expected;
+        let _ = self.synced.wait_for(|n| *n >= expected).await;
+    }
+
+    /// Stops the watches, then the supervisors (children finish their current message).
+    pub async fn stop(self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        self.servers.stop(Some("operator stopping".into()));
+        for h in self.supervisor_handles {
+            let _ = tokio::time::timeout(Duration::from_secs(30), h).await;
+        }
+    }
+}
+
+struct OperatorRoutes {
+    servers: OnceLock<ActorRef<SupervisorMsg<ServerFactory>>>,
+    ctx: OnceLock<Ctx>,
+}
+
+impl Routes for OperatorRoutes {
+    fn server_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutServer>>) {
+        let (Some(servers), Some(ctx)) = (self.servers.get(), self.ctx.get()) else {
+            return;
+        };
+        let msg = match obj {
+            Some(o) => SupervisorMsg::Ensure(key.clone(), ServerSpec(o)),
+            None => SupervisorMsg::Remove(key.clone()),
+        };
+        let _ = servers.cast(msg);
+        // DESIGN §5: a TerdutTeam re-reconciles when its TerdutServer changes.
+        for team in ctx.stores.teams.state() {
+            if team_server_key(&team) == key {
+                self.team_changed(ObjectKey::of(team.as_ref()), Some(team));
+            }
+        }
+    }
+
+    fn team_changed(&self, key: ObjectKey, _obj: Option<Arc<TerdutTeam>>) {
+        debug!(team = %key, "team changed");
+    }
+
+    fn source_changed(&self, key: ObjectKey, _obj: Option<Arc<TerdutAlertSource>>) {
+        debug!(source = %key, "alert source changed");
+    }
+
+    fn synced(&self, kind: &'static str) {
+        // Objects deleted while no watch was open never produce a Delete event: after every
+        // (re)list, stop the actors whose object is no longer in the cache.
+        if kind != "server" {
+            return;
+        }
+        let (Some(servers), Some(ctx)) = (self.servers.get().cloned(), self.ctx.get().cloned())
+        else {
+            return;
+        };
+        tokio::spawn(async move {
+            let Ok(snap) = snapshot(&servers, Duration::from_secs(10)).await else {
+                return;
+            };
+            for key in snap.children.keys() {
+                if ctx
+                    .stores
+                    .servers
+                    .get(&ObjectRef::new(&key.name).within(&key.namespace))
+                    .is_none()
+                {
+                    let _ = servers.cast(SupervisorMsg::Remove(key.clone()));
+                }
+            }
+        });
+    }
+}
+
+/// Every metric family of the operator, registered before the HTTP server shares the
+/// registry (a standby replica serves the same families, at zero).
+#[derive(Clone, Debug)]
+pub struct Metrics {
+    pub operator: OperatorMetrics,
+    pub api: ApiMetrics,
+    pub supervisor: SupervisorMetrics,
+}
+
+impl Metrics {
+    pub fn register(registry: &mut Registry) -> Self {
+        Self {
+            operator: OperatorMetrics::register(registry),
+            api: ApiMetrics::register(registry),
+            supervisor: SupervisorMetrics::register(registry),
+        }
+    }
+}
+
+/// Starts the operator: informers, supervisors, actors.
+pub async fn start(
+    client: Client,
+    metrics: Metrics,
+    opts: StartOptions,
+) -> anyhow::Result<RunningOperator> {
+    let Metrics {
+        operator: metrics,
+        api: api_metrics,
+        supervisor: sup_metrics,
+    } = metrics;
+    let events = EventPublisher::new(client.clone(), "terdut-operator", &opts.instance)
+        .with_failure_counter(metrics.event_failures());
+
+    let routes = Arc::new(OperatorRoutes {
+        servers: OnceLock::new(),
+        ctx: OnceLock::new(),
+    });
+    let informers = informers::build(&client, routes.clone());
+    let ctx = Ctx::new(Inner {
+        kube: client,
+        stores: informers.stores.clone(),
+        events,
+        metrics,
+        api_metrics,
+        clock: opts.clock.clone(),
+        config: opts.config.clone(),
+        servers: Default::default(),
+    });
+
+    let sup_config = |seed: u64| SupervisorConfig {
+        policy: opts.restart_policy.clone(),
+        clock: opts.clock.clone(),
+        metrics: sup_metrics.clone(),
+        jitter_seed: Some(seed),
+        shutdown_timeout: Duration::from_secs(20),
+    };
+    let (servers, server_handle) = Actor::spawn(
+        None,
+        KeyedSupervisor::new(
+            ServerFactory { ctx: ctx.clone() },
+            sup_config(rand::random()),
+        ),
+        (),
+    )
+    .await?;
+
+    let _ = routes.servers.set(servers.clone());
+    let _ = routes.ctx.set(ctx.clone());
+    let tasks = informers.tasks.into_iter().map(tokio::spawn).collect();
+    info!("operator started");
+    Ok(RunningOperator {
+        ctx,
+        servers,
+        tasks,
+        supervisor_handles: vec![server_handle],
+        synced: informers.synced,
+        expected: informers.expected,
+    })
+}

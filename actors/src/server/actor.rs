@@ -1,0 +1,489 @@
+//! The TerdutServer actor: one per TerdutServer (DESIGN §4.1, §6, §7). It owns the server's
+//! operator key, its Deployment/Service/PDB and its API client, and answers its children
+//! (TerdutTeam and TerdutAlertSource actors) for credentials and consent.
+//!
+//! Each pass: observe (caches) -> `plan` (pure) -> `apply` (writes) -> status (only when it
+//! changed) -> re-arm the resync timer. Expected failures (a 409, a 5xx) are handled here and
+//! retried by timer; only a panic or an injected fault restarts the actor through its
+//! supervisor.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use rand::Rng as _;
+use terdut_crds::v1alpha1::TerdutServer;
+use terdut_crds::v1alpha1::conditions::DesiredCondition;
+use tokio::task::JoinHandle;
+use tracing::{debug, info, warn};
+
+use super::apply::{Applied, event, execute};
+use super::key::OperatorKeyValue;
+use super::names::{KEY_SECRET_DATA_KEY, key_secret_name};
+use super::observe::observe;
+use super::plan::plan;
+use super::status::{reasons, status_patch};
+use crate::api::{ClientConfig, OperatorKey, TerdutClient};
+use crate::consent::{Consent, decide};
+use crate::context::Ctx;
+use crate::error::ReconcileError;
+use crate::key::ObjectKey;
+use crate::supervisor::{ChildContext, ChildFactory, ChildMsg};
+
+/// Annotation that makes the actor panic when the operator runs with test hooks on; how tests
+/// prove per-object isolation (issue 4). Ignored otherwise.
+pub const TEST_FAULT_ANNOTATION: &str = "terdut.ryuvia.com/test-fault";
+
+/// Messages a server actor handles.
+pub enum ServerMsg {
+    /// Reconcile now (the supervisor's coalesced nudge).
+    Reconcile,
+    /// The periodic resync or a retry timer fired.
+    Resync,
+    /// A child asks for the API client of this server.
+    Credentials(RpcReplyPort<Credentials>),
+    /// A child in `namespace` asks whether it may attach (DESIGN §4.6).
+    Consent {
+        namespace: String,
+        reply: RpcReplyPort<Consent>,
+    },
+}
+
+impl std::fmt::Debug for ServerMsg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Reconcile => f.write_str("Reconcile"),
+            Self::Resync => f.write_str("Resync"),
+            Self::Credentials(_) => f.write_str("Credentials"),
+            Self::Consent { namespace, .. } => write!(f, "Consent({namespace})"),
+        }
+    }
+}
+
+/// What a child gets when it asks for credentials.
+#[derive(Clone, Debug)]
+pub enum Credentials {
+    /// The server has an operator key; this client carries it.
+    Ready(Arc<TerdutClient>),
+    /// No usable key yet; the message says why (for the child's WaitingForServer condition).
+    NotReady(String),
+}
+
+/// The desired state the supervisor hands the actor. Equal when the object did not change in
+/// a way that should reset a crash-looping actor: uid, generation and annotations (our own
+/// status writes change neither, so they never reset a parked actor).
+#[derive(Clone, Debug)]
+pub struct ServerSpec(pub Arc<TerdutServer>);
+
+impl PartialEq for ServerSpec {
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (&self.0.metadata, &other.0.metadata);
+        a.uid == b.uid && a.generation == b.generation && a.annotations == b.annotations
+    }
+}
+
+/// Builds server actors for the keyed supervisor.
+#[derive(Clone, Debug)]
+pub struct ServerFactory {
+    pub ctx: Ctx,
+}
+
+impl ChildFactory for ServerFactory {
+    type Child = ServerActor;
+    type Spec = ServerSpec;
+
+    fn kind(&self) -> &'static str {
+        "server"
+    }
+
+    fn build(&self, child: ChildContext<ServerSpec>) -> (ServerActor, ChildContext<ServerSpec>) {
+        (
+            ServerActor {
+                ctx: self.ctx.clone(),
+            },
+            child,
+        )
+    }
+
+    fn nudge(&self) -> ChildMsg<Self> {
+        ServerMsg::Reconcile
+    }
+
+    fn on_crash_loop(&self, key: &ObjectKey, last_error: &str) {
+        let (ctx, key, err) = (self.ctx.clone(), key.clone(), last_error.to_owned());
+        tokio::spawn(async move { report_crash_loop(&ctx, &key, &err).await });
+    }
+}
+
+/// The actor's state for one incarnation.
+pub struct ServerState {
+    child: ChildContext<ServerSpec>,
+    /// The client and the key hash and URL it was built for.
+    client: Option<(String, Arc<TerdutClient>)>,
+    timer: Option<JoinHandle<Result<(), ractor::MessagingErr<ServerMsg>>>>,
+    /// Consecutive failed passes, for the retry delay.
+    failures: u32,
+    /// Spec warnings are published once per generation, not once per pass.
+    warned_generation: Option<i64>,
+}
+
+impl std::fmt::Debug for ServerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerState")
+            .field("key", self.child.key())
+            .field("has_client", &self.client.is_some())
+            .field("failures", &self.failures)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+pub struct ServerActor {
+    ctx: Ctx,
+}
+
+impl Actor for ServerActor {
+    type Msg = ServerMsg;
+    type State = ServerState;
+    type Arguments = ChildContext<ServerSpec>;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<ServerMsg>,
+        child: ChildContext<ServerSpec>,
+    ) -> Result<ServerState, ActorProcessingErr> {
+        self.ctx.servers.insert(child.key().clone(), myself);
+        Ok(ServerState {
+            child,
+            client: None,
+            timer: None,
+            failures: 0,
+            warned_generation: None,
+        })
+    }
+
+    async fn post_stop(
+        &self,
+        myself: ActorRef<ServerMsg>,
+        state: &mut ServerState,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(t) = state.timer.take() {
+            t.abort();
+        }
+        self.ctx
+            .servers
+            .remove_if(state.child.key(), |_, r| r.get_id() == myself.get_id());
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<ServerMsg>,
+        msg: ServerMsg,
+        state: &mut ServerState,
+    ) -> Result<(), ActorProcessingErr> {
+        state.child.message_received();
+        match msg {
+            ServerMsg::Reconcile => {
+                state.child.nudge_received();
+                self.reconcile(&myself, state).await
+            }
+            ServerMsg::Resync => self.reconcile(&myself, state).await,
+            ServerMsg::Credentials(reply) => {
+                let answer = match &state.client {
+                    Some((_, c)) => Credentials::Ready(c.clone()),
+                    None => Credentials::NotReady(format!(
+                        "TerdutServer {} has no operator key yet",
+                        state.child.key()
+                    )),
+                };
+                let _ = reply.send(answer);
+                Ok(())
+            }
+            ServerMsg::Consent { namespace, reply } => {
+                let _ = reply.send(self.consent(state.child.key(), &namespace));
+                Ok(())
+            }
+        }
+    }
+}
+
+impl ServerActor {
+    /// The newest copy of the object: the cache, else what the supervisor last handed over.
+    fn current(&self, child: &ChildContext<ServerSpec>) -> Arc<TerdutServer> {
+        let key = child.key();
+        self.ctx
+            .stores
+            .servers
+            .get(&ObjectRef::new(&key.name).within(&key.namespace))
+            .unwrap_or_else(|| child.spec().0)
+    }
+
+    fn consent(&self, key: &ObjectKey, team_namespace: &str) -> Consent {
+        let Some(server) = self
+            .ctx
+            .stores
+            .servers
+            .get(&ObjectRef::new(&key.name).within(&key.namespace))
+        else {
+            return Consent::Refused(format!("TerdutServer {key} does not exist"));
+        };
+        let labels = self
+            .ctx
+            .stores
+            .namespaces
+            .get(&ObjectRef::new(team_namespace))
+            .map(|n| n.metadata.labels.clone().unwrap_or_default());
+        decide(
+            &key.namespace,
+            &key.name,
+            &server.spec.allowed_teams,
+            team_namespace,
+            labels.as_ref(),
+        )
+    }
+
+    async fn reconcile(
+        &self,
+        myself: &ActorRef<ServerMsg>,
+        state: &mut ServerState,
+    ) -> Result<(), ActorProcessingErr> {
+        let server = self.current(&state.child);
+        if self.ctx.config.test_hooks
+            && server
+                .annotations()
+                .get(TEST_FAULT_ANNOTATION)
+                .map(String::as_str)
+                == Some("panic")
+        {
+            panic!("injected fault on TerdutServer {}", state.child.key());
+        }
+        let started = self.ctx.clock.now();
+        let result = self.pass(&server, state).await;
+        let took = self.ctx.clock.now() - started;
+        let next = match result {
+            Ok(requeue) => {
+                self.ctx.metrics.reconciled("server", "ok", took);
+                state.failures = 0;
+                requeue.unwrap_or_else(|| jittered(self.ctx.config.resync))
+            }
+            Err(e) => {
+                self.ctx.metrics.reconciled("server", "error", took);
+                self.ctx.metrics.reconcile_error("server", e.category());
+                state.failures = state.failures.saturating_add(1);
+                // One warn per failure streak, debug after: no error-per-retry floods.
+                if state.failures == 1 {
+                    warn!(server = %state.child.key(), error = %e, "reconcile failed");
+                } else {
+                    debug!(server = %state.child.key(), error = %e, attempt = state.failures, "reconcile failed again");
+                }
+                if e.is_retryable() {
+                    retry_delay(state.failures)
+                } else {
+                    jittered(self.ctx.config.resync)
+                }
+            }
+        };
+        if let Some(t) = state.timer.take() {
+            t.abort();
+        }
+        state.timer = Some(myself.send_after(next, || ServerMsg::Resync));
+        Ok(())
+    }
+
+    /// One pass; `Ok(Some(d))` asks for another pass after `d` (a cache that lags a write).
+    async fn pass(
+        &self,
+        server: &TerdutServer,
+        state: &mut ServerState,
+    ) -> Result<Option<Duration>, ReconcileError> {
+        let key = state.child.key().clone();
+        if server.metadata.deletion_timestamp.is_some() {
+            // Being deleted (foreground deletion keeps it while the garbage collector removes
+            // what it owns): writing now would recreate what GC just deleted (DESIGN §7).
+            debug!(server = %key, "being deleted; nothing to do");
+            return Ok(Some(jittered(self.ctx.config.resync)));
+        }
+        let observation = observe(&self.ctx, server).await?;
+        let plan = plan(
+            server,
+            &observation.as_observed(),
+            OperatorKeyValue::generate,
+        )
+        .map_err(|e| ReconcileError::Invalid(e.to_string()))?;
+        debug!(server = %key, steps = ?plan.steps, "planned");
+
+        if server.metadata.generation != state.warned_generation {
+            for w in &plan.warnings {
+                event(
+                    &self.ctx,
+                    server,
+                    EventType::Warning,
+                    w.reason(),
+                    "Validate",
+                    w.to_string(),
+                )
+                .await;
+            }
+            state.warned_generation = server.metadata.generation;
+        }
+
+        let mut requeue = None;
+        let mut failure = None;
+        for step in &plan.steps {
+            match execute(&self.ctx, server, step).await {
+                Ok(Applied::Done) => {}
+                Ok(Applied::KeySecretRaced) => {
+                    requeue = Some(Duration::from_secs(1));
+                    break;
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if !plan.steps.is_empty() && failure.is_none() {
+            info!(server = %key, steps = ?plan.steps, "applied");
+        }
+
+        let mut desired = plan.status.clone();
+        if let Some(e) = &failure {
+            desired.ready = DesiredCondition::ready(false, reasons::APPLY_FAILED, e.to_string())
+                .at_generation(server.metadata.generation);
+        }
+        if let Some(patch) =
+            status_patch(server.status.as_ref(), &desired, self.ctx.clock.k8s_now())
+        {
+            let api: Api<TerdutServer> = Api::namespaced(self.ctx.kube.clone(), &key.namespace);
+            self.ctx.metrics.kube_write("server", "status");
+            api.patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(|e| {
+                    ReconcileError::kube("patch status of", format!("TerdutServer {key}"), e)
+                })?;
+        }
+        self.refresh_client(server, state);
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(requeue),
+        }
+    }
+
+    /// Builds (or rebuilds, when the key or URL changed) the API client from the key Secret.
+    fn refresh_client(&self, server: &TerdutServer, state: &mut ServerState) {
+        let key = state.child.key();
+        let secret = self
+            .ctx
+            .stores
+            .secrets
+            .get(&ObjectRef::new(&key_secret_name(&key.name)).within(&key.namespace));
+        let token = secret
+            .as_ref()
+            .and_then(|s| s.data.as_ref())
+            .and_then(|d| d.get(KEY_SECRET_DATA_KEY))
+            .and_then(|b| String::from_utf8(b.0.clone()).ok())
+            .and_then(|t| OperatorKeyValue::parse(&t).ok());
+        let Some(token) = token else {
+            state.client = None;
+            return;
+        };
+        let url = self.ctx.config.server_url(
+            &key.name,
+            &key.namespace,
+            server.spec.networking.service_port,
+        );
+        let fingerprint = format!("{}@{url}", token.hash());
+        if state
+            .client
+            .as_ref()
+            .is_some_and(|(f, _)| *f == fingerprint)
+        {
+            return;
+        }
+        let config = ClientConfig::new(url, OperatorKey::new(token.expose()))
+            .request_timeout(self.ctx.config.api_timeout)
+            .metrics(self.ctx.api_metrics.clone());
+        match TerdutClient::new(config) {
+            Ok(c) => state.client = Some((fingerprint, Arc::new(c))),
+            Err(e) => {
+                warn!(server = %key, error = %e, "could not build the terdut-server client");
+                state.client = None;
+            }
+        }
+    }
+}
+
+/// The resync period ±10%, so thousands of objects do not resync in lockstep.
+pub fn jittered(period: Duration) -> Duration {
+    let f = rand::rng().random_range(0.9..1.1);
+    period.mul_f64(f)
+}
+
+/// Retry delay after `failures` consecutive failed passes: 1s, 2s, 4s ... capped at 60s.
+pub fn retry_delay(failures: u32) -> Duration {
+    let secs = 1u64 << failures.saturating_sub(1).min(6);
+    Duration::from_secs(secs.min(60))
+}
+
+async fn report_crash_loop(ctx: &Ctx, key: &ObjectKey, last_error: &str) {
+    let api: Api<TerdutServer> = Api::namespaced(ctx.kube.clone(), &key.namespace);
+    let Ok(Some(server)) = api.get_opt(&key.name).await else {
+        return;
+    };
+    let message = format!(
+        "the operator stopped reconciling this TerdutServer after repeated crashes (last: {last_error}); \
+         it retries when the object changes"
+    );
+    let mut conditions = server
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    terdut_crds::v1alpha1::conditions::set_condition(
+        &mut conditions,
+        DesiredCondition::ready(false, "CrashLooping", message.clone())
+            .at_generation(server.metadata.generation),
+        ctx.clock.k8s_now(),
+    );
+    let patch = serde_json::json!({"status": {"conditions": conditions}});
+    ctx.metrics.kube_write("server", "status");
+    if let Err(e) = api
+        .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        warn!(server = %key, error = %e, "could not record the crash loop in status");
+    }
+    ctx.events
+        .publish(
+            &server.object_ref(&()),
+            EventType::Warning,
+            "CrashLooping",
+            "Supervise",
+            message,
+        )
+        .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_delays_grow_and_cap() {
+        let d: Vec<u64> = (1..=9).map(|n| retry_delay(n).as_secs()).collect();
+        assert_eq!(d, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    }
+
+    #[test]
+    fn jitter_stays_within_ten_percent() {
+        for _ in 0..100 {
+            let j = jittered(Duration::from_secs(300)).as_secs_f64();
+            assert!((270.0..330.0).contains(&j), "{j}");
+        }
+    }
+}

@@ -1,0 +1,422 @@
+//! One reconcile pass of a TerdutServer, decided without IO: (server, observed) -> steps + status.
+//!
+//! The actor observes (informer caches, the Zalando lookup), calls [`plan`], performs the steps
+//! in order with the one field manager, and writes [`super::status::status_patch`] of the
+//! resulting status. The order matters: the key Secret exists before the Deployment that
+//! references it, and nothing owned by someone else is ever taken over (DESIGN §1: the operator
+//! never adopts an independently deployed terdut-server).
+//!
+//! Steady state makes no writes: an object is applied only when [`super::drift::needs_apply`]
+//! says so.
+
+use std::fmt;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use terdut_crds::v1alpha1::TerdutServer;
+use terdut_crds::v1alpha1::server::TeamCounts;
+
+use super::database::{self, ClusterObservation, DatabaseOutcome};
+use super::deployment::deployment;
+use super::drift::{needs_apply, stamp};
+use super::env::container_env;
+use super::key::{KeyGenError, KeySecretState, OperatorKeyValue, classify_key_secret, key_secret};
+use super::names::{MissingMetadata, Parent, validate_server_name};
+use super::pdb::pdb;
+use super::service::service;
+use super::status::{DeploymentObservation, DesiredStatus, StatusInputs, desired_status};
+use super::warning::SpecWarning;
+
+/// What the actor saw before planning. Objects come from the informer caches (label-filtered,
+/// managedFields stripped); `None` means not there.
+#[derive(Clone, Debug, Default)]
+pub struct Observed<'a> {
+    pub key_secret: Option<&'a Secret>,
+    /// The lookup of `spec.database.postgresClusterRef`; `None` for a DSN.
+    pub database_cluster: Option<&'a ClusterObservation>,
+    pub deployment: Option<&'a Deployment>,
+    pub service: Option<&'a Service>,
+    pub pdb: Option<&'a PodDisruptionBudget>,
+    /// TerdutTeams attached to this server, by consent outcome (DESIGN §4.6).
+    pub teams: TeamCounts,
+}
+
+/// One write, in the order given. `Debug` names the objects only: a Secret's derived `Debug`
+/// would print the key's bytes into any log line that prints a plan.
+#[derive(Clone, PartialEq)]
+pub enum Step {
+    /// Create (never apply, never update) the key Secret. `AlreadyExists` means the cache was
+    /// stale: re-observe, do not overwrite (DESIGN §6).
+    CreateKeySecret(Box<Secret>),
+    /// Server-side apply with `names::FIELD_MANAGER`.
+    ApplyService(Box<Service>),
+    ApplyDeployment(Box<Deployment>),
+    ApplyPdb(Box<PodDisruptionBudget>),
+    /// `spec.pod.disruptionBudget` was cleared (DESIGN §7).
+    DeletePdb {
+        name: String,
+    },
+}
+
+impl fmt::Debug for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = |m: &ObjectMeta| m.name.clone().unwrap_or_default();
+        match self {
+            Self::CreateKeySecret(s) => write!(f, "CreateKeySecret({})", name(&s.metadata)),
+            Self::ApplyService(s) => write!(f, "ApplyService({})", name(&s.metadata)),
+            Self::ApplyDeployment(d) => write!(f, "ApplyDeployment({})", name(&d.metadata)),
+            Self::ApplyPdb(p) => write!(f, "ApplyPdb({})", name(&p.metadata)),
+            Self::DeletePdb { name } => write!(f, "DeletePdb({name})"),
+        }
+    }
+}
+
+/// The outcome of one pass.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub steps: Vec<Step>,
+    /// For Warning Events (DESIGN §12).
+    pub warnings: Vec<SpecWarning>,
+    /// The status if every step succeeds; on a failed step the actor reports
+    /// `reasons::APPLY_FAILED` instead.
+    pub status: DesiredStatus,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error(transparent)]
+    Metadata(#[from] MissingMetadata),
+    #[error(transparent)]
+    KeyGen(#[from] KeyGenError),
+}
+
+/// Plans one pass. `new_key` is called only when the key Secret is missing (tests pass a
+/// deterministic one; the actor passes `OperatorKeyValue::generate`).
+pub fn plan<F>(
+    server: &TerdutServer,
+    observed: &Observed<'_>,
+    new_key: F,
+) -> Result<Plan, PlanError>
+where
+    F: FnOnce() -> Result<OperatorKeyValue, KeyGenError>,
+{
+    let parent = Parent::of(server)?;
+    let spec = &server.spec;
+    let mut steps = vec![];
+    let mut warnings = vec![];
+    let name_error = validate_server_name(&parent.name).err();
+
+    let mut key = classify_key_secret(&parent, observed.key_secret);
+    let db = database::resolve(&parent.namespace, &spec.database, observed.database_cluster);
+    let controlled = |meta: &ObjectMeta| {
+        meta.owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.uid == parent.owner.uid && o.controller == Some(true))
+    };
+    // An object of ours by name but not by owner: never taken over (DESIGN §1).
+    let foreign_of = |kind: &str, meta: Option<&ObjectMeta>| {
+        meta.filter(|m| !controlled(m))
+            .map(|m| format!("{kind} {}", m.name.as_deref().unwrap_or_default()))
+    };
+    let foreign_workload = foreign_of("Deployment", observed.deployment.map(|d| &d.metadata))
+        .or_else(|| foreign_of("Service", observed.service.map(|s| &s.metadata)));
+    let foreign_pdb = foreign_of("PodDisruptionBudget", observed.pdb.map(|p| &p.metadata))
+        .filter(|_| spec.pod.disruption_budget.is_some());
+
+    if name_error.is_none() {
+        if key == KeySecretState::Missing {
+            let fresh = new_key()?;
+            steps.push(Step::CreateKeySecret(Box::new(key_secret(&parent, &fresh))));
+            key = KeySecretState::Present(fresh);
+        }
+        if foreign_workload.is_none() {
+            let svc = stamp(service(&parent, spec));
+            if needs_apply(&svc, observed.service) {
+                steps.push(Step::ApplyService(Box::new(svc)));
+            }
+            if let (KeySecretState::Present(k), DatabaseOutcome::Wired { wiring, .. }) = (&key, &db)
+            {
+                let env = container_env(&parent.name, spec, wiring);
+                let built = deployment(&parent, spec, env.env, &k.hash());
+                warnings.extend(env.warnings);
+                warnings.extend(built.warnings);
+                let d = stamp(built.deployment);
+                if needs_apply(&d, observed.deployment) {
+                    steps.push(Step::ApplyDeployment(Box::new(d)));
+                }
+            }
+        }
+        match (pdb(&parent, spec), observed.pdb) {
+            (Some(want), have) if foreign_pdb.is_none() => {
+                let want = stamp(want);
+                if needs_apply(&want, have) {
+                    steps.push(Step::ApplyPdb(Box::new(want)));
+                }
+            }
+            (None, Some(have)) if controlled(&have.metadata) => steps.push(Step::DeletePdb {
+                name: have.metadata.name.clone().unwrap_or_default(),
+            }),
+            _ => {}
+        }
+    }
+
+    let deployment_obs = observed
+        .deployment
+        .filter(|d| controlled(&d.metadata))
+        .map(DeploymentObservation::from_deployment);
+    let status = desired_status(&StatusInputs {
+        server_name: &parent.name,
+        generation: server.metadata.generation,
+        replicas: spec.replicas,
+        name_error: name_error.as_deref(),
+        foreign_object: foreign_workload.as_deref().or(foreign_pdb.as_deref()),
+        key: &key,
+        database: &db,
+        deployment: deployment_obs.as_ref(),
+        teams: observed.teams.clone(),
+    });
+    Ok(Plan {
+        steps,
+        warnings,
+        status,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::key::KEY_HASH_ANNOTATION;
+    use crate::server::names::tests::{byo_server, server};
+    use serde_json::json;
+
+    fn key(n: u8) -> Result<OperatorKeyValue, KeyGenError> {
+        Ok(OperatorKeyValue::from_entropy([n; 24]))
+    }
+
+    fn never() -> Result<OperatorKeyValue, KeyGenError> {
+        panic!("no key should be minted")
+    }
+
+    fn kinds(p: &Plan) -> Vec<&'static str> {
+        p.steps
+            .iter()
+            .map(|s| match s {
+                Step::CreateKeySecret(_) => "CreateKeySecret",
+                Step::ApplyService(_) => "ApplyService",
+                Step::ApplyDeployment(_) => "ApplyDeployment",
+                Step::ApplyPdb(_) => "ApplyPdb",
+                Step::DeletePdb { .. } => "DeletePdb",
+            })
+            .collect()
+    }
+
+    /// The objects a first pass creates, as the caches would then hold them.
+    struct World {
+        secret: Secret,
+        deployment: Deployment,
+        service: Service,
+        pdb: Option<PodDisruptionBudget>,
+    }
+
+    impl World {
+        fn after(p: &Plan) -> Self {
+            let (mut secret, mut deployment, mut service, mut pdb) = (None, None, None, None);
+            for s in &p.steps {
+                match s {
+                    Step::CreateKeySecret(x) => secret = Some((**x).clone()),
+                    Step::ApplyDeployment(x) => deployment = Some((**x).clone()),
+                    Step::ApplyService(x) => service = Some((**x).clone()),
+                    Step::ApplyPdb(x) => pdb = Some((**x).clone()),
+                    Step::DeletePdb { .. } => {}
+                }
+            }
+            Self {
+                secret: secret.unwrap(),
+                deployment: deployment.unwrap(),
+                service: service.unwrap(),
+                pdb,
+            }
+        }
+
+        fn observed(&self) -> Observed<'_> {
+            Observed {
+                key_secret: Some(&self.secret),
+                deployment: Some(&self.deployment),
+                service: Some(&self.service),
+                pdb: self.pdb.as_ref(),
+                ..Default::default()
+            }
+        }
+    }
+
+    fn hash_annotation(d: &Deployment) -> String {
+        let t = &d.spec.template;
+        t.metadata.as_ref().unwrap().annotations.as_ref().unwrap()[KEY_HASH_ANNOTATION].clone()
+    }
+
+    #[test]
+    fn first_pass_creates_key_then_service_and_deployment() {
+        let p = plan(&byo_server(), &Observed::default(), || key(1)).unwrap();
+        assert_eq!(
+            kinds(&p),
+            ["CreateKeySecret", "ApplyService", "ApplyDeployment"]
+        );
+        let w = World::after(&p);
+        assert_eq!(hash_annotation(&w.deployment), key(1).unwrap().hash());
+        assert_eq!(p.status.ready.reason, "Progressing");
+        assert!(p.status.credentials_secret_ref.is_some());
+        assert!(p.warnings.is_empty());
+    }
+
+    #[test]
+    fn debug_of_a_plan_never_prints_the_key() {
+        let p = plan(&byo_server(), &Observed::default(), || key(9)).unwrap();
+        let printed = format!("{p:?}");
+        assert!(printed.contains("CreateKeySecret(terdut-operator-key)"));
+        let k = key(9).unwrap();
+        let bytes = format!("{:?}", k.expose().as_bytes());
+        assert!(!printed.contains(&k.expose()[5..]) && !printed.contains(&bytes[1..20]));
+    }
+
+    #[test]
+    fn converged_pass_makes_no_writes() {
+        let s = byo_server();
+        let w = World::after(&plan(&s, &Observed::default(), || key(1)).unwrap());
+        let p = plan(&s, &w.observed(), never).unwrap();
+        assert_eq!(kinds(&p), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn deleted_key_makes_a_new_one_and_rolls_the_pods() {
+        let s = byo_server();
+        let w = World::after(&plan(&s, &Observed::default(), || key(1)).unwrap());
+        let observed = Observed {
+            key_secret: None,
+            ..w.observed()
+        };
+        let p = plan(&s, &observed, || key(2)).unwrap();
+        assert_eq!(kinds(&p), ["CreateKeySecret", "ApplyDeployment"]);
+        let Step::ApplyDeployment(d) = &p.steps[1] else {
+            panic!()
+        };
+        assert_eq!(hash_annotation(d), key(2).unwrap().hash());
+    }
+
+    #[test]
+    fn invalid_key_is_not_overwritten_and_holds_the_deployment() {
+        let s = byo_server();
+        let mut w = World::after(&plan(&s, &Observed::default(), || key(1)).unwrap());
+        w.secret.data = None;
+        let p = plan(&s, &w.observed(), never).unwrap();
+        assert_eq!(kinds(&p), Vec::<&str>::new());
+        assert_eq!(p.status.ready.reason, "KeySecretInvalid");
+    }
+
+    #[test]
+    fn pdb_follows_the_spec_field() {
+        let mut with = byo_server();
+        with.spec.pod.disruption_budget =
+            serde_json::from_value(json!({"minAvailable": 1})).unwrap();
+        let p = plan(&with, &Observed::default(), || key(1)).unwrap();
+        assert_eq!(
+            kinds(&p),
+            [
+                "CreateKeySecret",
+                "ApplyService",
+                "ApplyDeployment",
+                "ApplyPdb"
+            ]
+        );
+        let w = World::after(&p);
+        assert_eq!(kinds(&plan(&with, &w.observed(), never).unwrap()).len(), 0);
+        // Cleared: the PDB we made is deleted.
+        let p = plan(&byo_server(), &w.observed(), never).unwrap();
+        assert_eq!(
+            p.steps,
+            vec![Step::DeletePdb {
+                name: "terdut".into()
+            }]
+        );
+        // Someone else's PDB of that name is neither deleted nor taken over.
+        let mut theirs = w.pdb.clone().unwrap();
+        theirs.metadata.owner_references = None;
+        let observed = Observed {
+            pdb: Some(&theirs),
+            ..w.observed()
+        };
+        assert!(
+            plan(&byo_server(), &observed, never)
+                .unwrap()
+                .steps
+                .is_empty()
+        );
+        let p = plan(&with, &observed, never).unwrap();
+        assert!(p.steps.is_empty());
+        assert_eq!(p.status.ready.reason, "ResourceNotOwned");
+    }
+
+    #[test]
+    fn a_foreign_deployment_is_never_adopted() {
+        let s = byo_server();
+        let mut w = World::after(&plan(&s, &Observed::default(), || key(1)).unwrap());
+        w.deployment.metadata.owner_references = None;
+        let p = plan(&s, &w.observed(), never).unwrap();
+        assert!(p.steps.is_empty());
+        assert_eq!(p.status.ready.reason, "ResourceNotOwned");
+        assert!(p.status.ready.message.contains("Deployment terdut"));
+    }
+
+    #[test]
+    fn missing_database_cluster_holds_the_deployment_only() {
+        let s = server(json!({"database": {"postgresClusterRef": {"name": "pg"}}}));
+        let missing = ClusterObservation::Missing;
+        let observed = Observed {
+            database_cluster: Some(&missing),
+            ..Default::default()
+        };
+        let p = plan(&s, &observed, || key(1)).unwrap();
+        assert_eq!(kinds(&p), ["CreateKeySecret", "ApplyService"]);
+        assert_eq!(p.status.ready.reason, "DatabaseClusterNotFound");
+        let running = ClusterObservation::Found {
+            phase: Some("Running".into()),
+        };
+        let observed = Observed {
+            database_cluster: Some(&running),
+            ..Default::default()
+        };
+        let p = plan(&s, &observed, || key(1)).unwrap();
+        assert_eq!(
+            kinds(&p),
+            ["CreateKeySecret", "ApplyService", "ApplyDeployment"]
+        );
+    }
+
+    #[test]
+    fn bad_name_plans_nothing() {
+        let mut s = byo_server();
+        s.metadata.name = Some("x".repeat(64));
+        let p = plan(&s, &Observed::default(), never).unwrap();
+        assert!(p.steps.is_empty());
+        assert_eq!(p.status.ready.reason, "InvalidSpec");
+    }
+
+    #[test]
+    fn warnings_are_collected() {
+        let s = server(json!({"database": {"dsn": "postgres://x"},
+            "pod": {"extraEnv": [{"name": "TERDUT_OPERATOR_KEY", "value": "x"}],
+                    "annotations": {"terdut.ryuvia.com/operator-key-hash": "x"}}}));
+        let p = plan(&s, &Observed::default(), || key(1)).unwrap();
+        assert_eq!(p.warnings.len(), 2);
+    }
+
+    #[test]
+    fn key_generation_failure_is_an_error() {
+        let r = plan(&byo_server(), &Observed::default(), || {
+            Err(KeyGenError::for_test())
+        });
+        assert!(matches!(r, Err(PlanError::KeyGen(_))));
+    }
+}

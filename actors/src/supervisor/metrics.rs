@@ -1,0 +1,112 @@
+//! Supervision metrics, one series per actor kind (`server`, `team`, `alert_source`).
+//!
+//! Families are created once at registration and cloned into every supervisor; prometheus
+//! metrics share their atomics on clone, so [`KindMetrics`] is a cheap handle.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// The `kind` label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabel {
+    /// Actor kind, e.g. `server`.
+    pub kind: String,
+}
+
+/// All supervision metric families. `Default` gives unregistered families, for tests.
+#[derive(Clone, Debug, Default)]
+pub struct SupervisorMetrics {
+    restarts: Family<KindLabel, Counter>,
+    active: Family<KindLabel, Gauge>,
+    mailbox_depth: Family<KindLabel, Gauge>,
+    crash_looping: Family<KindLabel, Gauge>,
+}
+
+impl SupervisorMetrics {
+    /// Register the families in `registry` (counters get `_total` from the encoder).
+    pub fn register(registry: &mut Registry) -> Self {
+        let m = Self::default();
+        registry.register(
+            "actor_restarts",
+            "Child actors restarted by their supervisor",
+            m.restarts.clone(),
+        );
+        registry.register(
+            "actors_active",
+            "Child actors currently running",
+            m.active.clone(),
+        );
+        registry.register(
+            "actor_mailbox_depth",
+            "Messages queued to child actors and not yet handled",
+            m.mailbox_depth.clone(),
+        );
+        registry.register(
+            "actors_crash_looping",
+            "Child actors parked after exceeding the restart-intensity limit",
+            m.crash_looping.clone(),
+        );
+        m
+    }
+
+    /// Handles on the series of one kind.
+    pub fn kind(&self, kind: &str) -> KindMetrics {
+        let label = KindLabel {
+            kind: kind.to_owned(),
+        };
+        KindMetrics {
+            restarts: self.restarts.get_or_create(&label).clone(),
+            active: self.active.get_or_create(&label).clone(),
+            mailbox_depth: self.mailbox_depth.get_or_create(&label).clone(),
+            crash_looping: self.crash_looping.get_or_create(&label).clone(),
+        }
+    }
+}
+
+/// The series of one kind; clones share the underlying values.
+#[derive(Clone, Debug, Default)]
+pub struct KindMetrics {
+    /// `actor_restarts_total{kind}`.
+    pub restarts: Counter,
+    /// `actors_active{kind}`.
+    pub active: Gauge,
+    /// `actor_mailbox_depth{kind}`.
+    pub mailbox_depth: Gauge,
+    /// `actors_crash_looping{kind}`.
+    pub crash_looping: Gauge,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SupervisorMetrics;
+    use prometheus_client::encoding::text::encode;
+    use prometheus_client::registry::Registry;
+
+    #[test]
+    fn exposes_the_four_series_with_a_kind_label() {
+        let mut registry = Registry::default();
+        let metrics = SupervisorMetrics::register(&mut registry);
+        let server = metrics.kind("server");
+        server.restarts.inc();
+        server.active.set(2);
+        metrics.kind("server").mailbox_depth.inc();
+        let mut text = String::new();
+        encode(&mut text, &registry).expect("encodes");
+        assert!(
+            text.contains(r#"actor_restarts_total{kind="server"} 1"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"actors_active{kind="server"} 2"#), "{text}");
+        assert!(
+            text.contains(r#"actor_mailbox_depth{kind="server"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"actors_crash_looping{kind="server"} 0"#),
+            "{text}"
+        );
+    }
+}

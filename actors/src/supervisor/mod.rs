@@ -1,0 +1,37 @@
+//! Generic supervision: one child actor per object key, restarted with backoff.
+//!
+//! ractor has supervision *events* but no restart *policy*; this module is that policy.
+//!
+//! ```text
+//!   informer ──Ensure/Remove──▶ KeyedSupervisor<F> ──spawn_linked_instant──▶ child (per key)
+//!                                 │  ▲                                        │
+//!                                 │  └── ActorFailed / ActorTerminated ───────┘
+//!                                 │  └── StartFailed (pre_start Err: no event) ◀─ startup task
+//!                                 └── send_after(delay) ─▶ RestartDue{key, incarnation}
+//! ```
+//!
+//! - [`restart_policy`]: pure backoff, jitter, stability reset and intensity limit.
+//! - [`coalesce`]: pending flags and mailbox-depth accounting for unbounded mailboxes.
+//! - [`ChildFactory`]: what the per-kind code implements; [`ChildContext`]: what a child gets.
+//! - [`KeyedSupervisor`] and [`SupervisorMsg`]: the actor and its protocol.
+//! - [`SupervisorMetrics`]: `actor_restarts_total`, `actors_active`, `actor_mailbox_depth`,
+//!   `actors_crash_looping`, each by `kind`.
+
+mod child;
+pub mod coalesce;
+mod factory;
+mod keyed;
+mod messages;
+mod metrics;
+pub mod restart_policy;
+mod state;
+
+pub use coalesce::{Coalescer, MailboxDepth, PendingFlag, send_counted};
+pub use factory::{ChildContext, ChildFactory, ChildMsg};
+pub use keyed::{KeyedSupervisor, SupervisorConfig};
+pub use messages::{
+    CallError, ChildSnapshot, ChildStatus, SupervisorMsg, SupervisorSnapshot, snapshot,
+};
+pub use metrics::{KindLabel, KindMetrics, SupervisorMetrics};
+pub use restart_policy::{Jitter, RestartPolicy, RestartTracker, Verdict};
+pub use state::SupervisorState;

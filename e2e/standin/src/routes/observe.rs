@@ -1,0 +1,46 @@
+//! Counts every contract call by its route template and applies the injected faults (admin
+//! surface): delay, error status, or a connection closed without an answer.
+
+use axum::Extension;
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+use crate::error::ContractError;
+use crate::faults::Action;
+use crate::state::AppState;
+
+/// Put on every request by the accept loop (`serve`): notifying it drops the connection the
+/// request came on, without a response.
+#[derive(Clone, Debug, Default)]
+pub struct ConnKill(pub Arc<Notify>);
+
+pub async fn observe(
+    State(state): State<AppState>,
+    matched: MatchedPath,
+    kill: Option<Extension<ConnKill>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let endpoint = format!("{} {}", request.method(), matched.as_str());
+    state.count_call(&endpoint);
+    let decision = state.faults().decide(&endpoint);
+    if !decision.delay.is_zero() {
+        tokio::time::sleep(decision.delay).await;
+    }
+    match decision.action {
+        Action::Pass => next.run(request).await,
+        Action::Fail(status) => ContractError::Injected(status).into_response(),
+        Action::Reset => match kill {
+            Some(Extension(ConnKill(notify))) => {
+                notify.notify_one();
+                // The connection task drops this future together with the connection.
+                std::future::pending::<Response>().await
+            }
+            // Served without the accept loop (no connection to drop): the closest answer.
+            None => ContractError::Injected(axum::http::StatusCode::BAD_GATEWAY).into_response(),
+        },
+    }
+}

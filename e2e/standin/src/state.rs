@@ -1,0 +1,127 @@
+//! The state every handler shares: the [`Store`] behind a mutex (persisted after each change),
+//! the operator key's digest, the fault rules and the call counts.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use sha2::{Digest, Sha256};
+
+use crate::admin::types::CallCounts;
+use crate::error::ContractError;
+use crate::faults::Faults;
+use crate::persist;
+use crate::secrets;
+use crate::store::Store;
+
+pub type AppState = Arc<Shared>;
+
+#[derive(Debug)]
+pub struct Shared {
+    store: Mutex<Store>,
+    data_file: Option<PathBuf>,
+    /// SHA-256 of `TERDUT_OPERATOR_KEY`: the plain key is not kept (DESIGN §6: the server
+    /// re-keys its `terdut-operator` account from it at start).
+    operator_key_digest: [u8; 32],
+    admin_token_digest: Option<[u8; 32]>,
+    public_url: String,
+    faults: Mutex<Faults>,
+    calls: Mutex<BTreeMap<String, u64>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A handler that panicked mid-change left no half-written store: changes are applied to a
+    // copy and swapped in whole (see `write`).
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn digest(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
+}
+
+impl Shared {
+    pub fn new(
+        store: Store,
+        data_file: Option<PathBuf>,
+        operator_key: &str,
+        admin_token: Option<&str>,
+        public_url: String,
+    ) -> Self {
+        Self {
+            store: Mutex::new(store),
+            data_file,
+            operator_key_digest: digest(operator_key),
+            admin_token_digest: admin_token.map(digest),
+            public_url,
+            faults: Mutex::new(Faults::default()),
+            calls: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    pub fn public_url(&self) -> &str {
+        &self.public_url
+    }
+
+    pub fn read<T>(&self, f: impl FnOnce(&Store) -> T) -> T {
+        f(&lock(&self.store))
+    }
+
+    /// Applies a change to a copy of the store, persists the copy, then makes it current: a
+    /// refused call or a failed write leaves the state as it was.
+    pub fn write<T>(
+        &self,
+        f: impl FnOnce(&mut Store) -> Result<T, ContractError>,
+    ) -> Result<T, ContractError> {
+        let mut store = lock(&self.store);
+        let mut next = store.clone();
+        let out = f(&mut next)?;
+        if let Some(path) = &self.data_file {
+            persist::save(path, &next).map_err(|e| {
+                tracing::error!(error = %e, "could not persist the stand-in state");
+                ContractError::Internal("could not persist the state".into())
+            })?;
+        }
+        *store = next;
+        Ok(out)
+    }
+
+    pub fn operator_key_matches(&self, presented: &str) -> bool {
+        secrets::digests_eq(&digest(presented), &self.operator_key_digest)
+    }
+
+    /// Whether an admin call may proceed: always when no admin token is configured.
+    pub fn admin_token_matches(&self, presented: Option<&str>) -> bool {
+        match (&self.admin_token_digest, presented) {
+            (None, _) => true,
+            (Some(want), Some(got)) => secrets::digests_eq(&digest(got), want),
+            (Some(_), None) => false,
+        }
+    }
+
+    pub fn count_call(&self, endpoint: &str) {
+        *lock(&self.calls).entry(endpoint.to_owned()).or_default() += 1;
+    }
+
+    pub fn calls(&self) -> CallCounts {
+        CallCounts(lock(&self.calls).clone())
+    }
+
+    pub fn reset_calls(&self) {
+        lock(&self.calls).clear();
+    }
+
+    pub fn faults(&self) -> MutexGuard<'_, Faults> {
+        lock(&self.faults)
+    }
+
+    /// Forgets everything but the operator key: state (persisted), faults and call counts.
+    pub fn reset(&self) -> Result<(), ContractError> {
+        self.write(|store| {
+            *store = Store::default();
+            Ok(())
+        })?;
+        self.faults().clear();
+        self.reset_calls();
+        Ok(())
+    }
+}

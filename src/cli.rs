@@ -1,0 +1,82 @@
+//! Command-line flags; every flag also reads an environment variable (docs/configuration.md).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::Parser;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "terdut-operator",
+    version,
+    about = "Kubernetes operator for terdut-server"
+)]
+pub struct Cli {
+    /// Address of /metrics, /healthz and /readyz.
+    #[arg(
+        long,
+        env = "TERDUT_OPERATOR_HTTP_ADDR",
+        default_value = "0.0.0.0:8080"
+    )]
+    pub http_addr: SocketAddr,
+
+    /// How the operator reaches a TerdutServer's API; {name}, {namespace} and {port} are
+    /// replaced. Out of cluster, e.g. http://127.0.0.1:{port}.
+    #[arg(
+        long,
+        env = "TERDUT_SERVER_URL_TEMPLATE",
+        default_value = "http://{name}.{namespace}.svc:{port}"
+    )]
+    pub server_url_template: String,
+
+    /// Periodic resync of every object (DESIGN §5), as a Go duration.
+    #[arg(long, env = "TERDUT_RESYNC", default_value = "5m", value_parser = parse_duration)]
+    pub resync: Duration,
+
+    /// Timeout of one terdut-server request, as a Go duration.
+    #[arg(long, env = "TERDUT_API_TIMEOUT", default_value = "15s", value_parser = parse_duration)]
+    pub api_timeout: Duration,
+
+    /// Run leader election on a Lease, so that several replicas can run (only the leader acts).
+    #[arg(long, env = "TERDUT_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+
+    /// Namespace of the leader-election Lease (in cluster: the operator's own namespace).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "terdut-system")]
+    pub lease_namespace: String,
+
+    /// Name of the leader-election Lease.
+    #[arg(long, env = "TERDUT_LEASE_NAME", default_value = "terdut-operator")]
+    pub lease_name: String,
+
+    /// This replica's identity (the pod name in cluster).
+    #[arg(long, env = "POD_NAME", default_value_t = default_identity())]
+    pub identity: String,
+
+    /// Log format: json or text.
+    #[arg(long, env = "TERDUT_LOG_FORMAT", default_value = "json")]
+    pub log_format: String,
+
+    /// Default log filter when RUST_LOG is not set.
+    #[arg(long, env = "TERDUT_LOG_LEVEL", default_value = "info")]
+    pub log_level: String,
+
+    /// Test-only fault injection by annotation. Never enable in production.
+    #[arg(long, env = "TERDUT_TEST_HOOKS", default_value_t = false, hide = true)]
+    pub test_hooks: bool,
+}
+
+fn default_identity() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .map(|s| s.trim().to_owned())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| format!("terdut-operator-{}", std::process::id()))
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    terdut_crds::GoDuration::from(s)
+        .nanos()
+        .map(|n| Duration::from_nanos(u64::try_from(n).unwrap_or(u64::MAX)))
+        .map_err(|e| e.to_string())
+}
