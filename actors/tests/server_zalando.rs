@@ -1,0 +1,106 @@
+//! The Zalando `postgresClusterRef` path (DESIGN §8) on a real apiserver: a clear condition
+//! while the postgres-operator's CRD is absent, another while the named cluster is missing,
+//! then the DSN and PGPASSWORD wiring once it exists. Alone in its binary because it installs
+//! the `postgresql` CRD into the shared control plane.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::{eventually, setup};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::json;
+use terdut_crds::v1alpha1::TerdutServer;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+async fn ready_reason(api: &Api<TerdutServer>, name: &str) -> Option<(String, String)> {
+    let st = api.get(name).await.ok()?.status?;
+    let c = st.conditions.into_iter().find(|c| c.type_ == "Ready")?;
+    Some((c.reason, c.message))
+}
+
+fn zalando_crd() -> CustomResourceDefinition {
+    serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "postgresqls.acid.zalan.do"},
+        "spec": {
+            "group": "acid.zalan.do", "scope": "Namespaced",
+            "names": {"kind": "postgresql", "plural": "postgresqls", "singular": "postgresql"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn zalando_cluster_ref_resolves_or_says_why_not() {
+    let (_, client, ns, _) = setup("zalando").await;
+    let servers: Api<TerdutServer> = Api::namespaced(client.clone(), &ns);
+    let s: TerdutServer = serde_json::from_value(json!({
+        "apiVersion": "terdut.ryuvia.com/v1alpha1", "kind": "TerdutServer",
+        "metadata": {"name": "terdut"},
+        "spec": {
+            "image": {"tag": "v0.9.3"},
+            "networking": {"hostname": "terdut.example.com", "servicePort": 18200},
+            "database": {"postgresClusterRef": {"name": "terdut-postgres"}},
+        }
+    }))
+    .unwrap();
+    servers.create(&PostParams::default(), &s).await.unwrap();
+
+    // 1. The postgres-operator is not installed: say so, make no Deployment.
+    let (_, msg) = eventually("PostgresOperatorNotInstalled", WAIT, || async {
+        ready_reason(&servers, "terdut").await.filter(|(r, _)| r == "PostgresOperatorNotInstalled")
+    })
+    .await;
+    assert!(msg.contains("postgres"), "{msg}");
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    assert!(deployments.get_opt("terdut").await.unwrap().is_none());
+
+    // 2. Installed, but the cluster does not exist.
+    terdut_testenv::install_crds(&client, vec![zalando_crd()]).await.unwrap();
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("acid.zalan.do", "v1", "postgresql"), "postgresqls");
+    // The resync is 5 minutes: touch the server to reconcile now.
+    let touch = |v: &'static str| {
+        let servers = servers.clone();
+        async move {
+            let patch = json!({"metadata": {"annotations": {"test/touch": v}}});
+            servers.patch("terdut", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await.unwrap();
+        }
+    };
+    touch("1").await;
+    let (_, msg) = eventually("DatabaseClusterNotFound", WAIT, || async {
+        ready_reason(&servers, "terdut").await.filter(|(r, _)| r == "DatabaseClusterNotFound")
+    })
+    .await;
+    assert!(msg.contains("terdut-postgres"), "{msg}");
+
+    // 3. The cluster exists and runs: DSN and password are wired from it.
+    let pg: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
+    let obj: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "acid.zalan.do/v1", "kind": "postgresql",
+        "metadata": {"name": "terdut-postgres"},
+        "spec": {"teamId": "terdut", "numberOfInstances": 1},
+    }))
+    .unwrap();
+    pg.create(&PostParams::default(), &obj).await.unwrap();
+    touch("2").await;
+    let d = eventually("Deployment", WAIT, || async { deployments.get_opt("terdut").await.ok().flatten() }).await;
+    let c = &d.spec.template.spec.as_ref().unwrap().containers[0];
+    let env: BTreeMap<_, _> = c.env.iter().flatten().map(|e| (e.name.clone(), e.clone())).collect();
+    assert_eq!(
+        env["TERDUT_DATABASE_DSN"].value.as_deref(),
+        Some(format!("postgres://terdut@terdut-postgres.{ns}.svc:5432/terdut?sslmode=require").as_str())
+    );
+    let pw = env["PGPASSWORD"].value_from.as_ref().unwrap().secret_key_ref.as_ref().unwrap();
+    assert_eq!(pw.name, "terdut.terdut-postgres.credentials.postgresql.acid.zalan.do");
+    assert_eq!(pw.key, "password");
+    assert!(env["PGPASSWORD"].value.is_none());
+}

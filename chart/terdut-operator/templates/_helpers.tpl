@@ -1,0 +1,55 @@
+{{- define "terdut-operator.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "terdut-operator.selectorLabels" -}}
+app.kubernetes.io/name: terdut-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "terdut-operator.labels" -}}
+{{ include "terdut-operator.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "terdut-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "terdut-operator.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The rules the operator needs (DESIGN §9), shared by the ClusterRole and the Roles. */}}
+{{- define "terdut-operator.rules" -}}
+- apiGroups: [terdut.ryuvia.com]
+  resources: [terdutservers, terdutteams, terdutalertsources]
+  verbs: [get, list, watch, patch, update]
+- apiGroups: [terdut.ryuvia.com]
+  resources: [terdutservers/status, terdutteams/status, terdutalertsources/status]
+  verbs: [get, patch, update]
+- apiGroups: [terdut.ryuvia.com]
+  resources: [terdutteams/finalizers, terdutalertsources/finalizers, terdutservers/finalizers]
+  verbs: [update]
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [""]
+  resources: [services, secrets]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [policy]
+  resources: [poddisruptionbudgets]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [acid.zalan.do]
+  resources: [postgresqls]
+  verbs: [get, list, watch]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+{{- end -}}
