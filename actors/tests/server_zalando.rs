@@ -57,7 +57,9 @@ async fn zalando_cluster_ref_resolves_or_says_why_not() {
 
     // 1. The postgres-operator is not installed: say so, make no Deployment.
     let (_, msg) = eventually("PostgresOperatorNotInstalled", WAIT, || async {
-        ready_reason(&servers, "terdut").await.filter(|(r, _)| r == "PostgresOperatorNotInstalled")
+        ready_reason(&servers, "terdut")
+            .await
+            .filter(|(r, _)| r == "PostgresOperatorNotInstalled")
     })
     .await;
     assert!(msg.contains("postgres"), "{msg}");
@@ -65,19 +67,33 @@ async fn zalando_cluster_ref_resolves_or_says_why_not() {
     assert!(deployments.get_opt("terdut").await.unwrap().is_none());
 
     // 2. Installed, but the cluster does not exist.
-    terdut_testenv::install_crds(&client, vec![zalando_crd()]).await.unwrap();
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("acid.zalan.do", "v1", "postgresql"), "postgresqls");
+    terdut_testenv::install_crds(&client, vec![zalando_crd()])
+        .await
+        .unwrap();
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("acid.zalan.do", "v1", "postgresql"),
+        "postgresqls",
+    );
     // The resync is 5 minutes: touch the server to reconcile now.
     let touch = |v: &'static str| {
         let servers = servers.clone();
         async move {
             let patch = json!({"metadata": {"annotations": {"test/touch": v}}});
-            servers.patch("terdut", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await.unwrap();
+            servers
+                .patch(
+                    "terdut",
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&patch),
+                )
+                .await
+                .unwrap();
         }
     };
     touch("1").await;
     let (_, msg) = eventually("DatabaseClusterNotFound", WAIT, || async {
-        ready_reason(&servers, "terdut").await.filter(|(r, _)| r == "DatabaseClusterNotFound")
+        ready_reason(&servers, "terdut")
+            .await
+            .filter(|(r, _)| r == "DatabaseClusterNotFound")
     })
     .await;
     assert!(msg.contains("terdut-postgres"), "{msg}");
@@ -92,15 +108,35 @@ async fn zalando_cluster_ref_resolves_or_says_why_not() {
     .unwrap();
     pg.create(&PostParams::default(), &obj).await.unwrap();
     touch("2").await;
-    let d = eventually("Deployment", WAIT, || async { deployments.get_opt("terdut").await.ok().flatten() }).await;
+    let d = eventually("Deployment", WAIT, || async {
+        deployments.get_opt("terdut").await.ok().flatten()
+    })
+    .await;
     let c = &d.spec.template.spec.as_ref().unwrap().containers[0];
-    let env: BTreeMap<_, _> = c.env.iter().flatten().map(|e| (e.name.clone(), e.clone())).collect();
+    let env: BTreeMap<_, _> = c
+        .env
+        .iter()
+        .flatten()
+        .map(|e| (e.name.clone(), e.clone()))
+        .collect();
     assert_eq!(
         env["TERDUT_DATABASE_DSN"].value.as_deref(),
-        Some(format!("postgres://terdut@terdut-postgres.{ns}.svc:5432/terdut?sslmode=require").as_str())
+        Some(
+            format!("postgres://terdut@terdut-postgres.{ns}.svc:5432/terdut?sslmode=require")
+                .as_str()
+        )
     );
-    let pw = env["PGPASSWORD"].value_from.as_ref().unwrap().secret_key_ref.as_ref().unwrap();
-    assert_eq!(pw.name, "terdut.terdut-postgres.credentials.postgresql.acid.zalan.do");
+    let pw = env["PGPASSWORD"]
+        .value_from
+        .as_ref()
+        .unwrap()
+        .secret_key_ref
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        pw.name,
+        "terdut.terdut-postgres.credentials.postgresql.acid.zalan.do"
+    );
     assert_eq!(pw.key, "password");
     assert!(env["PGPASSWORD"].value.is_none());
 }

@@ -147,23 +147,35 @@ pub async fn server_with_standin(
 ) -> terdut_standin::Handle {
     use kube::api::{Api, PostParams};
     let servers: Api<terdut_crds::v1alpha1::TerdutServer> = Api::namespaced(client.clone(), ns);
-    servers.create(&PostParams::default(), &test_server(name, i32::from(port))).await.unwrap();
+    servers
+        .create(&PostParams::default(), &test_server(name, i32::from(port)))
+        .await
+        .unwrap();
     standin_for(client, ns, name, port).await
 }
 
 /// Starts the stand-in for an existing TerdutServer (see [`server_with_standin`]); also used to
 /// restart it, e.g. with a new key after a rotation.
-pub async fn standin_for(client: &kube::Client, ns: &str, name: &str, port: u16) -> terdut_standin::Handle {
+pub async fn standin_for(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    port: u16,
+) -> terdut_standin::Handle {
     use k8s_openapi::api::core::v1::Secret;
     use kube::api::Api;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
     let secret_name = format!("{name}-operator-key");
-    let secret = eventually("the operator key Secret", Duration::from_secs(30), || async {
-        secrets.get_opt(&secret_name).await.ok().flatten()
-    })
+    let secret = eventually(
+        "the operator key Secret",
+        Duration::from_secs(30),
+        || async { secrets.get_opt(&secret_name).await.ok().flatten() },
+    )
     .await;
     let key = String::from_utf8(secret.data.unwrap()["token"].0.clone()).unwrap();
     let mut config = terdut_standin::Config::for_tests().with_operator_key(key);
     config.listen = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    terdut_standin::spawn(config).await.expect("stand-in started")
+    terdut_standin::spawn(config)
+        .await
+        .expect("stand-in started")
 }
