@@ -25,13 +25,15 @@ tools: control-plane
 crds:
     cargo run -q -p terdut-crds --bin crdgen -- chart/terdut-operator/crds
 
-# Formatting and lints (warnings are errors).
-lint:
+# Formatting and lints (warnings are errors), and helm lint of the chart.
+lint: tools
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
+    {{bin}}/helm lint chart/terdut-operator
+    {{bin}}/helm lint chart/terdut-operator -f chart/terdut-operator/ci/all-features-values.yaml
 
 # Every test, against a real kube-apiserver and the stand-in server.
-test: control-plane lint
+test: tools lint
     cargo test --workspace --no-fail-fast
 
 # Local control plane + CRDs + the examples, then the objects as kubectl shows them.

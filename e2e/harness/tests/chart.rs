@@ -1,0 +1,172 @@
+//! The Helm chart: `helm lint` passes, a typo in values fails at install (values.schema.json),
+//! and the rendered manifests (default values and every feature on) are accepted by the real
+//! kube-apiserver with strict validation, including the restricted Pod Security level.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use terdut_testenv::{ControlPlane, tool};
+
+fn chart() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../chart/terdut-operator")
+}
+
+fn helm(args: &[&str]) -> (bool, String) {
+    let out = Command::new(tool("helm").unwrap())
+        .args(args)
+        .output()
+        .unwrap();
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+fn render(ns: &str, extra: &[&str]) -> String {
+    let chart = chart();
+    let mut args = vec![
+        "template",
+        "terdut",
+        chart.to_str().unwrap(),
+        "--namespace",
+        ns,
+        "--kube-version",
+        "1.37.2",
+    ];
+    args.extend_from_slice(extra);
+    let (ok, out) = helm(&args);
+    assert!(ok, "helm template failed: {out}");
+    out
+}
+
+fn all_features() -> String {
+    chart()
+        .join("ci/all-features-values.yaml")
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn helm_lint_passes_with_default_and_all_feature_values() {
+    let chart = chart();
+    let (ok, out) = helm(&["lint", chart.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    let (ok, out) = helm(&["lint", chart.to_str().unwrap(), "-f", &all_features()]);
+    assert!(ok, "{out}");
+}
+
+#[test]
+fn a_typo_in_values_fails() {
+    let chart = chart();
+    let (ok, out) = helm(&[
+        "template",
+        "t",
+        chart.to_str().unwrap(),
+        "--set",
+        "operater.resync=5m",
+    ]);
+    assert!(!ok && out.contains("operater"), "{out}");
+    let (ok, out) = helm(&[
+        "template",
+        "t",
+        chart.to_str().unwrap(),
+        "--set",
+        "operator.resync=five",
+    ]);
+    assert!(!ok && out.contains("resync"), "{out}");
+}
+
+async fn apply_dry_run(cp: &ControlPlane, ns: &str, manifests: &str) -> String {
+    let path = cp.dir().join(format!("rendered-{ns}.yaml"));
+    std::fs::write(&path, manifests).unwrap();
+    let (ok, out) = cp
+        .kubectl(&[
+            "apply",
+            "--dry-run=server",
+            "--validate=strict",
+            "-n",
+            ns,
+            "-f",
+            path.to_str().unwrap(),
+        ])
+        .unwrap();
+    assert!(ok, "the apiserver refused the rendered chart:\n{out}");
+    out
+}
+
+/// The ServiceMonitor kind comes from the Prometheus operator; install its shape (idempotent).
+async fn install_service_monitor_crd(client: &kube::Client) {
+    let sm = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
+        "spec": {"group": "monitoring.coreos.com", "scope": "Namespaced",
+            "names": {"kind": "ServiceMonitor", "plural": "servicemonitors"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))
+    .unwrap();
+    terdut_testenv::install_crds(client, vec![sm])
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn rendered_chart_is_accepted_by_the_apiserver() {
+    let cp = ControlPlane::shared().await.unwrap();
+    let client = cp.client().await.unwrap();
+    let ns = cp.namespace(&client, "chart").await.unwrap();
+    install_service_monitor_crd(&client).await;
+
+    let default = render(&ns, &[]);
+    let out = apply_dry_run(cp, &ns, &default).await;
+    for kind in [
+        "serviceaccount/",
+        "clusterrole.rbac.authorization.k8s.io/",
+        "deployment.apps/",
+        "service/",
+    ] {
+        assert!(out.contains(kind), "default render lacks {kind}: {out}");
+    }
+    let all = render(&ns, &["-f", &all_features()]);
+    let out = apply_dry_run(cp, &ns, &all).await;
+    for kind in [
+        "servicemonitor.monitoring.coreos.com/",
+        "poddisruptionbudget.policy/",
+        "terdutserver.terdut.ryuvia.com/",
+    ] {
+        assert!(
+            out.contains(kind),
+            "all-features render lacks {kind}: {out}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn operator_pods_meet_the_restricted_pod_security_level() {
+    let cp = ControlPlane::shared().await.unwrap();
+    let client = cp.client().await.unwrap();
+    let ns = format!("restricted-{}", std::process::id());
+    let labels = [
+        ("pod-security.kubernetes.io/enforce", "restricted"),
+        ("pod-security.kubernetes.io/warn", "restricted"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    cp.create_namespace(&client, &ns, labels).await.unwrap();
+    install_service_monitor_crd(&client).await;
+    // PodSecurity checks a Deployment's pod template at admission and warns on violations.
+    let out = apply_dry_run(cp, &ns, &render(&ns, &[])).await;
+    assert!(!out.contains("would violate PodSecurity"), "{out}");
+    let out = apply_dry_run(cp, &ns, &render(&ns, &["-f", &all_features()])).await;
+    assert!(!out.contains("would violate PodSecurity"), "{out}");
+    // And the check is live: a pod template that allows privilege escalation is flagged in this namespace.
+    let bad = render(
+        &ns,
+        &["--set", "securityContext.allowPrivilegeEscalation=true"],
+    );
+    let out = apply_dry_run(cp, &ns, &bad).await;
+    assert!(
+        out.contains("would violate PodSecurity"),
+        "expected a PodSecurity warning: {out}"
+    );
+}
