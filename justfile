@@ -36,6 +36,14 @@ lint: tools
 test: tools lint
     cargo test --workspace --no-fail-fast
 
-# Local control plane + CRDs + the examples, then the objects as kubectl shows them.
-demo: control-plane
+# The whole system on this machine: control plane, operator, stand-in, docs/examples.
+demo: tools
     bash e2e/demo.sh
+
+# The e2e scenario on kind (needs Docker, kind, helm, kubectl; not runnable on CI here).
+e2e:
+    bash e2e/e2e-kind.sh
+
+# The e2e scenario against the local control plane (what CI runs).
+e2e-local: tools
+    bash e2e/e2e-local.sh

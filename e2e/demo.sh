@@ -1,28 +1,31 @@
 #!/usr/bin/env bash
-# `just demo`: bring up the local control plane, install the CRDs, apply docs/examples and
-# show `kubectl get terdut -A`. Leaves the cluster running until Ctrl-C.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-BIN=$(bash e2e/control-plane/build.sh path)
-KUBECONFIG_PATH="$PWD/.tmp/demo/kubeconfig"
-mkdir -p .tmp/demo && rm -f "$KUBECONFIG_PATH"
-
-cargo build -q -p terdut-testenv --bin local-cluster
-./target/debug/local-cluster "$KUBECONFIG_PATH" > .tmp/demo/local-cluster.log 2>&1 &
-CLUSTER=$!
-trap 'kill $CLUSTER 2>/dev/null || true' EXIT
-for _ in $(seq 1 120); do [ -f "$KUBECONFIG_PATH" ] && break; sleep 0.5; done
-[ -f "$KUBECONFIG_PATH" ] || { cat .tmp/demo/local-cluster.log; exit 1; }
-kubectl() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_PATH" "$@"; }
-
-echo "== applying docs/examples"
-kubectl apply --server-side -f docs/examples/
+# `just demo` (README's first command): the local control plane, the operator and the
+# stand-in terdut-server; applies docs/examples and shows them converge to Ready. Leaves it all
+# running until Ctrl-C (or returns at once under CI=true).
+RUN_NAME=demo
+source "$(dirname "$0")/local-up.sh"
+KEEP=1 STANDIN_MODE=local python3 e2e/scenario.py &
+SCENARIO=$!
+PIDS+=($SCENARIO)
+# Show the objects converging.
+for _ in $(seq 1 60); do
+  clear 2>/dev/null || true
+  echo "== kubectl get terdut -A   ($(date +%T))"
+  "$KUBECTL" get terdut -A 2>/dev/null || true
+  if ! "$KUBECTL" get terdut -A --no-headers 2>/dev/null | grep -qv ' True '; then
+    [ -n "$("$KUBECTL" get terdutalertsource -A --no-headers 2>/dev/null)" ] && break
+  fi
+  sleep 2
+done
 echo
-echo "== kubectl get terdut -A"
-kubectl get terdut -A
-echo
-echo "Look around:  $BIN/kubectl --kubeconfig $KUBECONFIG_PATH get terdut -A"
+echo "Everything above is live. Look around:"
+echo "  export KUBECONFIG=$KUBECONFIG"
+echo "  $KUBECTL get terdut -A"
+echo "  $KUBECTL -n platform-oncall describe terdutteam platform"
+echo "  $KUBECTL -n platform-oncall get secret prod-alertmanager-terdut-webhook"
+echo "  curl -s $METRICS_URL | head;  curl -s $ADMIN_URL/admin/state"
+echo "Logs: $WORK"
 if [ -t 0 ] && [ -z "${CI:-}" ]; then
   echo "Stop: press Ctrl-C."
-  wait $CLUSTER
+  wait $SCENARIO
 fi
