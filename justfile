@@ -31,6 +31,11 @@ lint: tools
     cargo clippy --workspace --all-targets -- -D warnings
     {{bin}}/helm lint chart/terdut-operator
     {{bin}}/helm lint chart/terdut-operator -f chart/terdut-operator/ci/all-features-values.yaml
+    cargo deny check bans licenses sources
+
+# RustSec advisories (needs GitHub access; docs/adr/0003-supply-chain.md).
+audit:
+    cargo deny check advisories
 
 # Every test, against a real kube-apiserver and the stand-in server.
 test: tools lint

@@ -14,6 +14,10 @@ if ! command -v openssl >/dev/null 2>&1; then
   echo "[bootstrap] installing openssl" >&2
   apt-get update -qq && apt-get install -y -qq openssl
 fi
+if ! command -v cargo-deny >/dev/null 2>&1; then
+  echo "[bootstrap] installing cargo-deny (cargo install, ~6 minutes once)" >&2
+  cargo install cargo-deny --locked --quiet
+fi
 for tool in cargo go; do
   command -v "$tool" >/dev/null 2>&1 || { echo "[bootstrap] $tool is required" >&2; exit 1; }
 done
