@@ -35,6 +35,9 @@ pub struct OperatorConfig {
     pub call_timeout: Duration,
     /// Timeout of one terdut-server request.
     pub api_timeout: Duration,
+    /// Retry of a TerdutTeam waiting for a change outside the cluster that no watch reports:
+    /// a username the server does not know yet, a team name another team holds.
+    pub blocked_retry: Duration,
     /// Test hooks (fault injection by annotation). Never on in production.
     pub test_hooks: bool,
 }
@@ -46,6 +49,7 @@ impl Default for OperatorConfig {
             server_url_template: "http://{name}.{namespace}.svc:{port}".into(),
             call_timeout: Duration::from_secs(10),
             api_timeout: Duration::from_secs(15),
+            blocked_retry: Duration::from_secs(30),
             test_hooks: false,
         }
     }

@@ -36,8 +36,8 @@ use crate::server::names::{
     FIELD_MANAGER, LABEL_MANAGED_BY, LABEL_SERVER, MANAGED_SECRET_SELECTOR,
 };
 
-/// Where informer events go. Implemented by the operator's wiring; the team and alert-source
-/// routes are no-ops until those actors exist.
+/// Where informer events go. Implemented by the operator's wiring (`operator.rs`), which
+/// forwards each to the keyed supervisor of its kind.
 pub trait Routes: Send + Sync + 'static {
     fn server_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutServer>>);
     fn team_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>);

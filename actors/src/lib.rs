@@ -9,4 +9,6 @@ pub mod key;
 pub mod operator;
 pub mod runtime;
 pub mod server;
+pub mod source;
 pub mod supervisor;
+pub mod team;

@@ -11,8 +11,9 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use dashmap::DashMap;
 use kube::Client;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use prometheus_client::registry::Registry;
 use ractor::{Actor, ActorRef};
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
@@ -28,9 +29,12 @@ use crate::runtime::events::EventPublisher;
 use crate::runtime::metrics::OperatorMetrics;
 use crate::server::actor::{ServerFactory, ServerSpec};
 use crate::server::observe::team_server_key;
+use crate::source::actor::{SourceFactory, SourceSpec};
 use crate::supervisor::{
-    KeyedSupervisor, RestartPolicy, SupervisorConfig, SupervisorMetrics, SupervisorMsg, snapshot,
+    ChildFactory, KeyedSupervisor, RestartPolicy, SupervisorConfig, SupervisorMetrics,
+    SupervisorMsg, snapshot,
 };
+use crate::team::actor::{TeamFactory, TeamSpec};
 
 /// Knobs of [`start`] beyond [`OperatorConfig`].
 #[derive(Clone, Debug)]
@@ -47,6 +51,8 @@ pub struct StartOptions {
 pub struct RunningOperator {
     pub ctx: Ctx,
     pub servers: ActorRef<SupervisorMsg<ServerFactory>>,
+    pub sources: ActorRef<SupervisorMsg<SourceFactory>>,
+    pub teams: ActorRef<SupervisorMsg<TeamFactory>>,
     tasks: Vec<JoinHandle<()>>,
     supervisor_handles: Vec<JoinHandle<()>>,
     synced: tokio::sync::watch::Receiver<usize>,
@@ -66,6 +72,8 @@ impl RunningOperator {
             t.abort();
         }
         self.servers.stop(Some("operator stopping".into()));
+        self.sources.stop(Some("operator stopping".into()));
+        self.teams.stop(Some("operator stopping".into()));
         for h in self.supervisor_handles {
             let _ = tokio::time::timeout(Duration::from_secs(30), h).await;
         }
@@ -74,6 +82,11 @@ impl RunningOperator {
 
 struct OperatorRoutes {
     servers: OnceLock<ActorRef<SupervisorMsg<ServerFactory>>>,
+    sources: OnceLock<ActorRef<SupervisorMsg<SourceFactory>>>,
+    teams: OnceLock<ActorRef<SupervisorMsg<TeamFactory>>>,
+    /// The server each team names, so a deleted team (whose object the route does not get)
+    /// still nudges its server.
+    team_servers: DashMap<ObjectKey, ObjectKey>,
     ctx: OnceLock<Ctx>,
 }
 
@@ -95,17 +108,72 @@ impl Routes for OperatorRoutes {
         }
     }
 
-    fn team_changed(&self, key: ObjectKey, _obj: Option<Arc<TerdutTeam>>) {
+    fn team_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>) {
         debug!(team = %key, "team changed");
+        let server = match &obj {
+            Some(team) => {
+                let server = team_server_key(team);
+                self.team_servers.insert(key.clone(), server.clone());
+                Some(server)
+            }
+            None => self.team_servers.remove(&key).map(|(_, server)| server),
+        };
+        if let Some(teams) = self.teams.get() {
+            let msg = match obj {
+                Some(o) => SupervisorMsg::Ensure(key.clone(), TeamSpec(o)),
+                None => SupervisorMsg::Remove(key.clone()),
+            };
+            let _ = teams.cast(msg);
+        }
+        // The server's status counts its accepted and refused teams (DESIGN §4.6): nudge its
+        // actor (only its actor: `server_changed` would fan back out to every team).
+        if let (Some(server), Some(servers), Some(ctx)) =
+            (server, self.servers.get(), self.ctx.get())
+            && let Some(obj) = ctx
+                .stores
+                .servers
+                .get(&ObjectRef::new(&server.name).within(&server.namespace))
+        {
+            let _ = servers.cast(SupervisorMsg::Ensure(server, ServerSpec(obj)));
+        }
+        // DESIGN §5: a TerdutAlertSource waiting for its team re-reconciles when it changes.
+        if let Some(ctx) = self.ctx.get() {
+            for source in ctx.stores.sources.state() {
+                if source.metadata.namespace.as_deref() == Some(key.namespace.as_str())
+                    && source.spec.team_ref.name == key.name
+                {
+                    self.source_changed(ObjectKey::of(source.as_ref()), Some(source));
+                }
+            }
+        }
     }
 
-    fn source_changed(&self, key: ObjectKey, _obj: Option<Arc<TerdutAlertSource>>) {
-        debug!(source = %key, "alert source changed");
+    fn source_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutAlertSource>>) {
+        let Some(sources) = self.sources.get() else {
+            return;
+        };
+        let msg = match obj {
+            Some(o) => SupervisorMsg::Ensure(key, SourceSpec(o)),
+            None => SupervisorMsg::Remove(key),
+        };
+        let _ = sources.cast(msg);
     }
 
     fn synced(&self, kind: &'static str) {
         // Objects deleted while no watch was open never produce a Delete event: after every
         // (re)list, stop the actors whose object is no longer in the cache.
+        if kind == "team" {
+            if let (Some(teams), Some(ctx)) = (self.teams.get().cloned(), self.ctx.get()) {
+                remove_gone(teams, ctx.stores.teams.clone());
+            }
+            return;
+        }
+        if kind == "source" {
+            if let (Some(sources), Some(ctx)) = (self.sources.get().cloned(), self.ctx.get()) {
+                remove_gone(sources, ctx.stores.sources.clone());
+            }
+            return;
+        }
         if kind != "server" {
             return;
         }
@@ -129,6 +197,27 @@ impl Routes for OperatorRoutes {
             }
         });
     }
+}
+
+/// Stops the children of `supervisor` whose object is not in `store` (after a relist).
+fn remove_gone<F, K>(supervisor: ActorRef<SupervisorMsg<F>>, store: Store<K>)
+where
+    F: ChildFactory,
+    K: kube::Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+{
+    tokio::spawn(async move {
+        let Ok(snap) = snapshot(&supervisor, Duration::from_secs(10)).await else {
+            return;
+        };
+        for key in snap.children.keys() {
+            if store
+                .get(&ObjectRef::new(&key.name).within(&key.namespace))
+                .is_none()
+            {
+                let _ = supervisor.cast(SupervisorMsg::Remove(key.clone()));
+            }
+        }
+    });
 }
 
 /// Every metric family of the operator, registered before the HTTP server shares the
@@ -166,6 +255,9 @@ pub async fn start(
 
     let routes = Arc::new(OperatorRoutes {
         servers: OnceLock::new(),
+        sources: OnceLock::new(),
+        teams: OnceLock::new(),
+        team_servers: DashMap::new(),
         ctx: OnceLock::new(),
     });
     let informers = informers::build(&client, routes.clone());
@@ -197,15 +289,36 @@ pub async fn start(
     )
     .await?;
 
+    let (sources, source_handle) = Actor::spawn(
+        None,
+        KeyedSupervisor::new(
+            SourceFactory { ctx: ctx.clone() },
+            sup_config(rand::random()),
+        ),
+        (),
+    )
+    .await?;
+
+    let (teams, team_handle) = Actor::spawn(
+        None,
+        KeyedSupervisor::new(TeamFactory { ctx: ctx.clone() }, sup_config(rand::random())),
+        (),
+    )
+    .await?;
+
     let _ = routes.servers.set(servers.clone());
+    let _ = routes.teams.set(teams.clone());
+    let _ = routes.sources.set(sources.clone());
     let _ = routes.ctx.set(ctx.clone());
     let tasks = informers.tasks.into_iter().map(tokio::spawn).collect();
     info!("operator started");
     Ok(RunningOperator {
         ctx,
         servers,
+        sources,
+        teams,
         tasks,
-        supervisor_handles: vec![server_handle],
+        supervisor_handles: vec![server_handle, source_handle, team_handle],
         synced: informers.synced,
         expected: informers.expected,
     })

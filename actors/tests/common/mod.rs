@@ -12,13 +12,17 @@ use terdut_actors::clock::SystemClock;
 use terdut_actors::context::{Ctx, OperatorConfig};
 use terdut_actors::operator::{self, Metrics, StartOptions};
 use terdut_actors::server::actor::ServerFactory;
+use terdut_actors::source::actor::SourceFactory;
 use terdut_actors::supervisor::{Jitter, RestartPolicy, SupervisorMsg};
+use terdut_actors::team::actor::TeamFactory;
 use terdut_testenv::ControlPlane;
 
 /// The operator of this test binary.
 pub struct TestOperator {
     pub ctx: Ctx,
     pub servers: ractor::ActorRef<SupervisorMsg<ServerFactory>>,
+    pub sources: ractor::ActorRef<SupervisorMsg<SourceFactory>>,
+    pub teams: ractor::ActorRef<SupervisorMsg<TeamFactory>>,
     pub registry: Arc<prometheus_client::registry::Registry>,
 }
 
@@ -39,50 +43,54 @@ pub fn test_policy() -> RestartPolicy {
 pub async fn operator() -> &'static TestOperator {
     let cp = ControlPlane::shared().await.expect("control plane");
     let kubeconfig = cp.kubeconfig().to_path_buf();
-    if let Some(op) = OPERATOR.get() {
-        return op;
-    }
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            terdut_actors::api::init_tls();
-            let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-            let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-                .await
+    // One operator per binary even when tests start at once: `get_or_init` runs a single
+    // initializer and blocks the others until it is done (two operators would fight over
+    // every object).
+    OPERATOR.get_or_init(move || {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
                 .unwrap();
-            let client = kube::Client::try_from(config).unwrap();
-            let mut registry = prometheus_client::registry::Registry::default();
-            let metrics = Metrics::register(&mut registry);
-            let opts = StartOptions {
-                config: OperatorConfig {
-                    resync: Duration::from_secs(300),
-                    server_url_template: "http://127.0.0.1:{port}".into(),
-                    api_timeout: Duration::from_secs(3),
-                    call_timeout: Duration::from_secs(5),
-                    test_hooks: true,
-                },
-                restart_policy: test_policy(),
-                clock: Arc::new(SystemClock),
-                instance: "test".into(),
-            };
-            let mut running = operator::start(client, metrics, opts).await.unwrap();
-            running.wait_synced().await;
-            let _ = tx.send(TestOperator {
-                ctx: running.ctx.clone(),
-                servers: running.servers.clone(),
-                registry: Arc::new(registry),
+            rt.block_on(async move {
+                terdut_actors::api::init_tls();
+                let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
+                let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                    .await
+                    .unwrap();
+                let client = kube::Client::try_from(config).unwrap();
+                let mut registry = prometheus_client::registry::Registry::default();
+                let metrics = Metrics::register(&mut registry);
+                let opts = StartOptions {
+                    config: OperatorConfig {
+                        resync: Duration::from_secs(300),
+                        server_url_template: "http://127.0.0.1:{port}".into(),
+                        api_timeout: Duration::from_secs(3),
+                        call_timeout: Duration::from_secs(5),
+                        test_hooks: true,
+                        // A team waiting for a user to sign up retries every 2s, not 30s.
+                        blocked_retry: Duration::from_secs(2),
+                    },
+                    restart_policy: test_policy(),
+                    clock: Arc::new(SystemClock),
+                    instance: "test".into(),
+                };
+                let mut running = operator::start(client, metrics, opts).await.unwrap();
+                running.wait_synced().await;
+                let _ = tx.send(TestOperator {
+                    ctx: running.ctx.clone(),
+                    servers: running.servers.clone(),
+                    sources: running.sources.clone(),
+                    teams: running.teams.clone(),
+                    registry: Arc::new(registry),
+                });
+                std::future::pending::<()>().await;
             });
-            std::future::pending::<()>().await;
         });
-    });
-    let op = rx.recv().expect("operator started");
-    let _ = OPERATOR.set(op);
-    OPERATOR.get().unwrap()
+        rx.recv().expect("operator started")
+    })
 }
 
 /// Polls `probe` every 200 ms until it returns `Some`, or panics after `limit` naming `what`.

@@ -113,10 +113,22 @@ pub struct TerdutAlertSourceStatus {
     pub webhook_url_secret_ref: Option<LocalObjectRef>,
 }
 
-/// `Ready` reasons of a TerdutAlertSource.
+/// `Ready` reasons of a TerdutAlertSource, each documented in docs/runbook.md.
 pub mod reasons {
     pub const READY: &str = "Ready";
     pub const TEAM_NOT_FOUND: &str = "TeamNotFound";
     pub const WAITING_FOR_TEAM: &str = "WaitingForTeam";
+    pub const WAITING_FOR_SERVER: &str = "WaitingForServer";
     pub const WEBHOOK_SECRET_LOST: &str = "WebhookSecretLost";
+    /// A Secret with the webhook Secret's name belongs to someone else.
+    pub const WEBHOOK_SECRET_CONFLICT: &str = "WebhookSecretConflict";
+    pub const INVALID_SPEC: &str = "InvalidSpec";
+    /// A terdut-server call failed (the message says which and why).
+    pub const SERVER_ERROR: &str = "ServerError";
+    /// A Kubernetes write failed.
+    pub const APPLY_FAILED: &str = "ApplyFailed";
+    /// The object is being deleted and the integration could not be deleted yet.
+    pub const DELETION_BLOCKED: &str = "DeletionBlocked";
+    /// The operator stopped reconciling the object after repeated crashes.
+    pub const CRASH_LOOPING: &str = "CrashLooping";
 }

@@ -1,0 +1,177 @@
+//! Deleting a TerdutAlertSource (DESIGN §5 "Finalizers"): DELETE the integration on the server
+//! (404 counts as done), then release the finalizer. The webhook Secret is owned, so garbage
+//! collection removes it (DESIGN §7).
+//!
+//! What deletion does when the integration cannot be reached (engineering-notes: finalizer
+//! deadlocks when the server or the team is gone first):
+//! - **TerdutTeam gone, or being deleted without a way to reach the server**: released with a
+//!   Warning. The team's own finalizer deletes the team on the server, which deletes its
+//!   integrations, so nothing is orphaned.
+//! - **TerdutServer gone** (e.g. the whole namespace is being deleted): released with a Warning
+//!   naming the integration; nothing can delete it any more, and a server reusing that database
+//!   keeps the row until someone deletes it by hand.
+//! - **Everything else** (the server answers 5xx, is not reachable, has no key yet, the team has
+//!   no `teamID` yet): removal stays blocked, with a Warning Event and `DeletionBlocked`, and is
+//!   retried with backoff. Removing the finalizer by hand is the documented way out.
+//!
+//! With no integration id known (the operator stopped between a POST and recording anything), the
+//! POST is repeated: it answers the existing integration by `external_id` (or creates one whose
+//! key is dropped unread) and that id is deleted, so even the crash window leaves no orphan.
+
+use kube::ResourceExt;
+use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
+use terdut_crds::v1alpha1::TerdutAlertSource;
+use tracing::info;
+
+use super::apply::{event, release_finalizer};
+use super::names::{FINALIZER, external_id, secret_name};
+use super::observe::{self, Read};
+use super::plan::{integration_kind, lookup_id};
+use super::resolve::{ServerAccess, credentials};
+use crate::api::{Deletion, NewIntegration};
+use crate::context::Ctx;
+use crate::error::ReconcileError;
+use crate::key::ObjectKey;
+use crate::server::observe::team_server_key;
+
+/// How a deletion pass ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cleanup {
+    /// The finalizer is released (or was not there).
+    Released,
+    /// Waiting for something outside the operator's reach; the message says what.
+    Blocked(String),
+}
+
+pub async fn cleanup(ctx: &Ctx, source: &TerdutAlertSource) -> Result<Cleanup, ReconcileError> {
+    if !source.finalizers().iter().any(|f| f == FINALIZER) {
+        return Ok(Cleanup::Released);
+    }
+    let key = ObjectKey::of(source);
+    let team_name = &source.spec.team_ref.name;
+    let Some(team) = ctx
+        .stores
+        .teams
+        .get(&ObjectRef::new(team_name).within(&key.namespace))
+    else {
+        return release(
+            ctx,
+            source,
+            format!(
+                "TerdutTeam {team_name} no longer exists; deleting a team on the server deletes \
+                 its integrations, so there is nothing left to delete"
+            ),
+        )
+        .await;
+    };
+    let team_deleting = team.metadata.deletion_timestamp.is_some();
+    let team_gone_note = || {
+        format!(
+            "TerdutTeam {team_name} is being deleted and the integration cannot be reached; \
+             deleting the team on the server deletes its integrations"
+        )
+    };
+    let server = team_server_key(&team);
+    let status_id = source.status.as_ref().and_then(|s| s.integration_id);
+    if ctx
+        .stores
+        .servers
+        .get(&ObjectRef::new(&server.name).within(&server.namespace))
+        .is_none()
+    {
+        let what = status_id.map_or_else(
+            || "its integration".to_owned(),
+            |id| format!("integration {id}"),
+        );
+        return release(
+            ctx,
+            source,
+            format!(
+                "TerdutServer {server} no longer exists, so {what} cannot be deleted; if a server \
+                 reusing its database comes back, delete {what} of TerdutTeam {team_name} there by \
+                 hand"
+            ),
+        )
+        .await;
+    }
+    let Some(team_id) = team.status.as_ref().and_then(|s| s.team_id) else {
+        if team_deleting {
+            return release(ctx, source, team_gone_note()).await;
+        }
+        return Ok(Cleanup::Blocked(format!(
+            "TerdutTeam {team_name} has no teamID yet; the integration is deleted once it has one"
+        )));
+    };
+    let client = match credentials(ctx, &server).await? {
+        ServerAccess::Ready(c) => c,
+        ServerAccess::NotReady(_) if team_deleting => {
+            return release(ctx, source, team_gone_note()).await;
+        }
+        ServerAccess::NotReady(why) => {
+            return Ok(Cleanup::Blocked(format!(
+                "the integration cannot be deleted yet: {why}"
+            )));
+        }
+    };
+    let secret = observe::secret(
+        ctx,
+        &key.namespace,
+        &secret_name(&key.name),
+        &source.uid().unwrap_or_default(),
+        Read::Cache,
+    )
+    .await?;
+    let id = match lookup_id(&secret.view, status_id) {
+        Some(id) => id,
+        None => {
+            // Nothing recorded: find (or make) it by external_id; any key is dropped unread.
+            let new = NewIntegration {
+                kind: integration_kind(source.spec.kind),
+                name: source.spec.name.clone(),
+                external_id: external_id(&key.namespace, &key.name),
+            };
+            client
+                .create_integration(team_id, &new)
+                .await?
+                .integration()
+                .id
+        }
+    };
+    let note = match client.delete_integration(team_id, id).await? {
+        Deletion::Deleted => format!("deleted integration {id}; its webhook key no longer works"),
+        Deletion::AlreadyGone => format!("integration {id} was already gone from the server"),
+    };
+    info!(source = %key, integration = id, "integration deleted; releasing the finalizer");
+    release_finalizer(ctx, source).await?;
+    event(
+        ctx,
+        source,
+        EventType::Normal,
+        "IntegrationDeleted",
+        "Delete",
+        note,
+    )
+    .await;
+    Ok(Cleanup::Released)
+}
+
+/// Releases the finalizer without deleting anything on the server, with a Warning saying why.
+async fn release(
+    ctx: &Ctx,
+    source: &TerdutAlertSource,
+    why: String,
+) -> Result<Cleanup, ReconcileError> {
+    info!(source = %ObjectKey::of(source), %why, "releasing the finalizer without a server-side delete");
+    release_finalizer(ctx, source).await?;
+    event(
+        ctx,
+        source,
+        EventType::Warning,
+        "FinalizerReleased",
+        "Delete",
+        why,
+    )
+    .await;
+    Ok(Cleanup::Released)
+}

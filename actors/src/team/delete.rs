@@ -1,0 +1,186 @@
+//! A TerdutTeam being deleted (DESIGN §5 "Finalizers", §4.6 last bullet): DELETE the team on
+//! the server, then release the finalizer.
+//!
+//! - 404 is success; 409 open incidents keeps the finalizer, publishes a Warning and retries
+//!   with backoff, as does any other failure: the finalizer is never removed early.
+//! - Consent is not asked: "consent gates what the operator starts acting on, not whether it
+//!   may clean up after itself".
+//! - **A TerdutServer that no longer exists** (absent from the cache and confirmed by a live
+//!   GET) releases the finalizer at once with a Warning Event. Deleting a TerdutServer takes its
+//!   Deployment, Service and key with it, and the operator never touches its database (DESIGN
+//!   §1, §8): there is no API left to call and nothing the operator could ever clean up later,
+//!   so waiting would only leave the TerdutTeam stuck forever (grafana-operator #79, #2079). A
+//!   TerdutServer that exists but does not answer keeps the finalizer and is retried.
+//! - **Paused** teams are deleted all the same (docs/configuration.md: "deletion still cleans
+//!   up"): the pause stops the operator from changing a team that exists, but a deleted
+//!   TerdutTeam that waited for an annotation on an object being deleted would be stuck for
+//!   anyone who did not know, and deleting it says what the user wants.
+//! - With no valid `status.teamID` (lost status, or a crash between the finalizer and the
+//!   create) the team is found with the idempotent POST. The contract has no lookup by
+//!   `external_id`; if no team of ours exists the POST creates one, which the DELETE right
+//!   after removes again, and a 409 `team_name_taken` proves none exists (a known
+//!   `external_id` is answered 200 before names are compared).
+
+use kube::api::Api;
+use terdut_crds::v1alpha1::{TerdutServer, TerdutTeam};
+use tracing::info;
+
+use super::access::{Access, access, server_cached};
+use super::actor::Next;
+use super::events;
+use super::finalizer;
+use super::plan::external_id;
+use super::status::{Outcome, StatusInputs, desired_status};
+use crate::api::{ApiError, Deletion, Id, TerdutClient};
+use crate::context::Ctx;
+use crate::error::ReconcileError;
+use crate::key::ObjectKey;
+use crate::server::observe::team_server_key;
+
+/// One deletion pass. `warned` keeps the Warning of the current failure streak from repeating;
+/// `remembered` is the team id the actor last knew (see `pass::converge`).
+pub async fn finalize(
+    ctx: &Ctx,
+    team: &TerdutTeam,
+    warned: &mut Option<String>,
+    remembered: Option<Id>,
+) -> Result<Next, ReconcileError> {
+    let Some(release) = finalizer::removing(team) else {
+        // Not ours to hold: the API server removes the object once others let go.
+        return Ok(Next::Resync);
+    };
+    let key = ObjectKey::of(team);
+    let server = team_server_key(team);
+    if !server_cached(ctx, &server) {
+        let api: Api<TerdutServer> = Api::namespaced(ctx.kube.clone(), &server.namespace);
+        match api.get_opt(&server.name).await {
+            Ok(None) => {
+                events::warning(
+                    ctx,
+                    team,
+                    "ServerGone",
+                    "Delete",
+                    format!(
+                        "TerdutServer {server} no longer exists: released the finalizer without \
+                         deleting the team on it (with the server gone there is no API to call, \
+                         and the operator never touches a server's database)"
+                    ),
+                )
+                .await;
+                finalizer::apply(ctx, team, &release).await?;
+                return Ok(Next::Resync);
+            }
+            // The cache lags behind a server created a moment ago.
+            Ok(Some(_)) => return Ok(Next::Backoff),
+            Err(e) => {
+                return Err(ReconcileError::kube(
+                    "get",
+                    format!("TerdutServer {server}"),
+                    e,
+                ));
+            }
+        }
+    }
+
+    let failed = |why: String| {
+        format!(
+            "could not delete the team on TerdutServer {server} yet: {why}; the finalizer stays \
+             and the delete is retried with backoff"
+        )
+    };
+    let client = match access(ctx, &key.namespace, &server, false).await {
+        Access::Granted(c) => c,
+        Access::Denied(outcome) => {
+            let why = why(&outcome, team, &server);
+            events::warn_once(ctx, team, warned, "TeamDeleteFailed", "Delete", failed(why)).await;
+            return Ok(Next::Backoff);
+        }
+    };
+    let known = team.status.as_ref().and_then(|s| s.team_id).or(remembered);
+    let id = match ours(&client, team, known, &external_id(&key)).await {
+        Ok(id) => id,
+        Err(e) => {
+            let why = e.to_string();
+            events::warn_once(ctx, team, warned, "TeamDeleteFailed", "Delete", failed(why)).await;
+            return Ok(Next::Backoff);
+        }
+    };
+    if let Some(id) = id {
+        match client.delete_team(id).await {
+            Ok(Deletion::Deleted) => {
+                info!(team = %key, id, "deleted the team on the server");
+                events::normal(
+                    ctx,
+                    team,
+                    "TeamDeleted",
+                    "Delete",
+                    format!("deleted team {id} on TerdutServer {server}"),
+                )
+                .await;
+            }
+            Ok(Deletion::AlreadyGone) => {}
+            Err(ApiError::OpenIncidents) => {
+                events::warn_once(
+                    ctx,
+                    team,
+                    warned,
+                    "TeamDeleteRefused",
+                    "Delete",
+                    format!(
+                        "TerdutServer {server} refuses to delete team {id} while it has open \
+                         incidents; the finalizer stays and the delete is retried with backoff \
+                         until they are resolved"
+                    ),
+                )
+                .await;
+                return Ok(Next::Backoff);
+            }
+            Err(e) => {
+                let why = e.to_string();
+                events::warn_once(ctx, team, warned, "TeamDeleteFailed", "Delete", failed(why))
+                    .await;
+                return Ok(Next::Backoff);
+            }
+        }
+    }
+    finalizer::apply(ctx, team, &release).await?;
+    Ok(Next::Resync)
+}
+
+/// The id of our team on the server, if one exists (see the module doc for the POST).
+async fn ours(
+    client: &TerdutClient,
+    team: &TerdutTeam,
+    known: Option<Id>,
+    external_id: &str,
+) -> Result<Option<Id>, ApiError> {
+    if let Some(id) = known {
+        match client.get_team(id).await {
+            Ok(t) if t.external_id == external_id => return Ok(Some(id)),
+            Ok(_) | Err(ApiError::NotFound) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    match client
+        .create_team(&team.spec.display_name, external_id)
+        .await
+    {
+        Ok(c) => Ok(Some(c.team().id)),
+        Err(ApiError::TeamNameTaken) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The Ready message an access refusal would have, for the Warning's note.
+fn why(outcome: &Outcome, team: &TerdutTeam, server: &ObjectKey) -> String {
+    let status = desired_status(
+        outcome,
+        &StatusInputs {
+            server,
+            display_name: &team.spec.display_name,
+            generation: team.metadata.generation,
+            team_id: None,
+        },
+    );
+    status.ready.map(|c| c.message).unwrap_or_default()
+}

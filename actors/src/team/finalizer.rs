@@ -1,0 +1,113 @@
+//! The TerdutTeam finalizer (DESIGN §5 "Finalizers ... call the server's DELETE first").
+//!
+//! Added before the first call that can create the team on the server, removed once the team
+//! is deleted there (or provably cannot exist any more). Both are merge patches of
+//! `metadata.finalizers` carrying `metadata.resourceVersion`: the API server refuses the patch
+//! with 409 when the object changed since it was read, so a finalizer another controller added
+//! meanwhile is never dropped; the 409 is retried with backoff after the cache caught up.
+
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+use terdut_crds::v1alpha1::TerdutTeam;
+
+use crate::context::Ctx;
+use crate::error::ReconcileError;
+use crate::key::ObjectKey;
+
+/// The finalizer of every TerdutTeam the operator created a team for.
+pub const FINALIZER: &str = "terdut.ryuvia.com/team-cleanup";
+
+pub fn has(team: &TerdutTeam) -> bool {
+    team.finalizers().iter().any(|f| f == FINALIZER)
+}
+
+/// The patch that adds the finalizer; `None` when it is there.
+pub fn adding(team: &TerdutTeam) -> Option<serde_json::Value> {
+    if has(team) {
+        return None;
+    }
+    let mut list = team.finalizers().to_vec();
+    list.push(FINALIZER.to_owned());
+    Some(patch(team, list))
+}
+
+/// The patch that removes the finalizer; `None` when it is not there.
+pub fn removing(team: &TerdutTeam) -> Option<serde_json::Value> {
+    if !has(team) {
+        return None;
+    }
+    let list = team
+        .finalizers()
+        .iter()
+        .filter(|f| *f != FINALIZER)
+        .cloned()
+        .collect();
+    Some(patch(team, list))
+}
+
+fn patch(team: &TerdutTeam, finalizers: Vec<String>) -> serde_json::Value {
+    json!({
+        "metadata": {
+            "finalizers": finalizers,
+            "resourceVersion": team.resource_version(),
+        }
+    })
+}
+
+/// Sends a patch from [`adding`] or [`removing`]. A 404 (the object is gone) is success.
+pub async fn apply(
+    ctx: &Ctx,
+    team: &TerdutTeam,
+    patch: &serde_json::Value,
+) -> Result<(), ReconcileError> {
+    let key = ObjectKey::of(team);
+    let api: Api<TerdutTeam> = Api::namespaced(ctx.kube.clone(), &key.namespace);
+    ctx.metrics.kube_write("team", "finalizer");
+    match api
+        .patch(&key.name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(ReconcileError::kube(
+            "patch finalizers of",
+            format!("TerdutTeam {key}"),
+            e,
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn team(finalizers: &[&str]) -> TerdutTeam {
+        serde_json::from_value(json!({
+            "apiVersion": "terdut.ryuvia.com/v1alpha1", "kind": "TerdutTeam",
+            "metadata": {"name": "t", "namespace": "ns", "resourceVersion": "17",
+                         "finalizers": finalizers},
+            "spec": {"serverRef": {"name": "s"}, "displayName": "T"},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn adds_after_others_with_a_resource_version_precondition() {
+        let p = adding(&team(&["other.io/keep"])).unwrap();
+        assert_eq!(
+            p,
+            json!({"metadata": {"finalizers": ["other.io/keep", FINALIZER], "resourceVersion": "17"}})
+        );
+        assert_eq!(adding(&team(&[FINALIZER])), None);
+    }
+
+    #[test]
+    fn removes_only_its_own() {
+        let p = removing(&team(&["other.io/keep", FINALIZER])).unwrap();
+        assert_eq!(p["metadata"]["finalizers"], json!(["other.io/keep"]));
+        let p = removing(&team(&[FINALIZER])).unwrap();
+        assert_eq!(p["metadata"]["finalizers"], json!([]));
+        assert_eq!(removing(&team(&["other.io/keep"])), None);
+    }
+}

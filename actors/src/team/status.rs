@@ -1,0 +1,385 @@
+//! The TerdutTeam's status, decided without IO (DESIGN §4.2, §7).
+//!
+//! [`desired_status`] turns a pass's [`Outcome`] into the `Ready` condition, `teamID` and
+//! `observedGeneration`; [`status_patch`] makes a merge patch of it only when something a user
+//! can see changed, so a steady-state pass writes nothing (`lastTransitionTime` moves only when
+//! Ready flips, through `terdut_crds`' `set_condition`).
+//!
+//! **Paused** (annotation `terdut.ryuvia.com/paused: "true"`): a condition of its own, type
+//! `Paused`, status True, reason `PausedByAnnotation`; `Ready`, `teamID` and
+//! `observedGeneration` stay exactly as the last reconcile left them. Ready describes the
+//! server as last reconciled, and an `observedGeneration` behind `metadata.generation` shows
+//! that newer spec changes wait for the pause to end; overwriting Ready with a "Paused" reason
+//! would hide whether the team was healthy when it was paused. The `Paused` condition is
+//! removed again at the first pass after the annotation is gone. Deleting a paused TerdutTeam
+//! still deletes the team (`delete.rs`).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use serde_json::json;
+use terdut_crds::v1alpha1::TerdutTeamStatus;
+use terdut_crds::v1alpha1::conditions::{self, DesiredCondition, set_condition};
+use terdut_crds::v1alpha1::team::reasons;
+
+use crate::key::ObjectKey;
+
+/// The annotation that pauses one team; only the value `"true"` pauses.
+pub const PAUSE_ANNOTATION: &str = "terdut.ryuvia.com/paused";
+/// Condition type present while the team is paused.
+pub const PAUSED: &str = "Paused";
+/// Reason of the [`PAUSED`] condition.
+pub const PAUSED_BY_ANNOTATION: &str = "PausedByAnnotation";
+
+/// Whether `annotations` pause reconciliation.
+pub fn is_paused(annotations: &std::collections::BTreeMap<String, String>) -> bool {
+    annotations.get(PAUSE_ANNOTATION).map(String::as_str) == Some("true")
+}
+
+/// How a pass ended, as far as `Ready` is concerned. Each non-Ready variant is a reason of
+/// DESIGN §4.2, documented in docs/runbook.md.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The server holds what the spec says.
+    Ready,
+    /// `spec.serverRef` names no TerdutServer.
+    ServerRefNotFound,
+    /// Cross-namespace consent refused (DESIGN §4.6); the server actor's message.
+    RefNotPermitted(String),
+    /// The server (its actor, its key or its API) is not usable yet; why.
+    WaitingForServer(String),
+    /// `spec.displayName` belongs to another team on the server.
+    TeamNameTaken,
+    /// The ladder names a user the server does not know.
+    UnknownUser { username: String },
+    /// The spec cannot be applied as written; why.
+    InvalidSpec(String),
+}
+
+impl Outcome {
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Ready => reasons::READY,
+            Self::ServerRefNotFound => reasons::SERVER_REF_NOT_FOUND,
+            Self::RefNotPermitted(_) => reasons::REF_NOT_PERMITTED,
+            Self::WaitingForServer(_) => reasons::WAITING_FOR_SERVER,
+            Self::TeamNameTaken => reasons::TEAM_NAME_TAKEN,
+            Self::UnknownUser { .. } => reasons::UNKNOWN_USER,
+            Self::InvalidSpec(_) => reasons::INVALID_SPEC,
+        }
+    }
+
+    pub fn is_ready(&self) -> bool {
+        matches!(self, Self::Ready)
+    }
+}
+
+/// What the messages of [`desired_status`] name.
+#[derive(Clone, Debug)]
+pub struct StatusInputs<'a> {
+    /// The TerdutServer `spec.serverRef` resolves to.
+    pub server: &'a ObjectKey,
+    pub display_name: &'a str,
+    /// `metadata.generation` of the TerdutTeam this pass reconciled.
+    pub generation: Option<i64>,
+    /// The team's id on the server as far as this pass knows it.
+    pub team_id: Option<i64>,
+}
+
+/// The status a team should have, without timestamps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DesiredStatus {
+    /// `None` keeps the current Ready condition (paused).
+    pub ready: Option<DesiredCondition>,
+    pub paused: bool,
+    pub observed_generation: Option<i64>,
+    pub team_id: Option<i64>,
+}
+
+/// The status after a (not paused) pass that ended with `outcome`.
+pub fn desired_status(outcome: &Outcome, i: &StatusInputs<'_>) -> DesiredStatus {
+    let server = i.server;
+    let message = match outcome {
+        Outcome::Ready => match i.team_id {
+            Some(id) => format!(
+                "team {id} ({:?}) on TerdutServer {server} matches the spec",
+                i.display_name
+            ),
+            None => format!("team on TerdutServer {server} matches the spec"),
+        },
+        Outcome::ServerRefNotFound => {
+            format!("TerdutServer {server} does not exist; create it or correct spec.serverRef")
+        }
+        Outcome::RefNotPermitted(why) => format!(
+            "{why}. Nothing is changed on the server until consent is given (an existing team \
+             is left as it is)"
+        ),
+        Outcome::WaitingForServer(why) => why.clone(),
+        Outcome::TeamNameTaken => format!(
+            "the name {:?} belongs to another team on TerdutServer {server}; choose another \
+             spec.displayName or rename that team (the operator never adopts it)",
+            i.display_name
+        ),
+        Outcome::UnknownUser { username } => format!(
+            "TerdutServer {server} knows no user {username:?} (named in spec.escalation); the \
+             ladder is applied once that user exists"
+        ),
+        Outcome::InvalidSpec(why) => why.clone(),
+    };
+    DesiredStatus {
+        ready: Some(
+            DesiredCondition::ready(outcome.is_ready(), outcome.reason(), message)
+                .at_generation(i.generation),
+        ),
+        paused: false,
+        observed_generation: i.generation,
+        team_id: i.team_id,
+    }
+}
+
+/// The status while paused: everything as it was, plus the `Paused` condition.
+pub fn paused_status(current: Option<&TerdutTeamStatus>) -> DesiredStatus {
+    DesiredStatus {
+        ready: None,
+        paused: true,
+        observed_generation: current.and_then(|s| s.observed_generation),
+        team_id: current.and_then(|s| s.team_id),
+    }
+}
+
+/// Whether the last pass found the server converged on this `generation` (Ready True at it).
+/// Differences found now were made behind the operator's back: drift.
+pub fn converged(current: Option<&TerdutTeamStatus>, generation: Option<i64>) -> bool {
+    current
+        .and_then(|s| conditions::find(&s.conditions, conditions::READY))
+        .is_some_and(|c| c.status == "True" && c.observed_generation == generation)
+}
+
+/// The current Ready reason, if any.
+pub fn ready_reason(current: Option<&TerdutTeamStatus>) -> Option<&str> {
+    current
+        .and_then(|s| conditions::find(&s.conditions, conditions::READY))
+        .map(|c| c.reason.as_str())
+}
+
+/// A JSON merge patch for the status subresource, or `None` when nothing would change. Every
+/// field is written (`teamID: null` removes it), so the result does not depend on what the
+/// patch lands on.
+pub fn status_patch(
+    current: Option<&TerdutTeamStatus>,
+    desired: &DesiredStatus,
+    now: Time,
+) -> Option<serde_json::Value> {
+    let mut conditions: Vec<Condition> = current.map(|s| s.conditions.clone()).unwrap_or_default();
+    if let Some(ready) = &desired.ready {
+        set_condition(&mut conditions, ready.clone(), now.clone());
+    }
+    if desired.paused {
+        set_condition(
+            &mut conditions,
+            DesiredCondition {
+                type_: PAUSED.into(),
+                status: true,
+                reason: PAUSED_BY_ANNOTATION.into(),
+                message: format!(
+                    "reconciliation is paused by the annotation {PAUSE_ANNOTATION}=\"true\"; \
+                     remove it to resume (deleting the TerdutTeam still deletes the team)"
+                ),
+                observed_generation: desired.observed_generation,
+            },
+            now,
+        );
+    } else {
+        conditions.retain(|c| c.type_ != PAUSED);
+    }
+    let next = TerdutTeamStatus {
+        conditions,
+        observed_generation: desired.observed_generation,
+        team_id: desired.team_id,
+    };
+    if current == Some(&next) {
+        return None;
+    }
+    Some(json!({
+        "status": {
+            "conditions": next.conditions,
+            "observedGeneration": next.observed_generation,
+            "teamID": next.team_id,
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::jiff::Timestamp;
+
+    fn t(secs: i64) -> Time {
+        Time(Timestamp::from_second(secs).unwrap())
+    }
+
+    fn server() -> ObjectKey {
+        ObjectKey::new("oncall", "terdut")
+    }
+
+    fn decide(outcome: &Outcome) -> DesiredStatus {
+        desired_status(
+            outcome,
+            &StatusInputs {
+                server: &server(),
+                display_name: "Platform",
+                generation: Some(3),
+                team_id: Some(42),
+            },
+        )
+    }
+
+    fn written(patch: serde_json::Value) -> TerdutTeamStatus {
+        serde_json::from_value(patch["status"].clone()).unwrap()
+    }
+
+    fn ready(s: &TerdutTeamStatus) -> &Condition {
+        conditions::find(&s.conditions, conditions::READY).unwrap()
+    }
+
+    #[test]
+    fn every_reason_of_the_design_is_reachable_with_an_actionable_message() {
+        let cases = [
+            (Outcome::Ready, "Ready", true, "team 42"),
+            (
+                Outcome::ServerRefNotFound,
+                "ServerRefNotFound",
+                false,
+                "TerdutServer oncall/terdut does not exist",
+            ),
+            (
+                Outcome::RefNotPermitted("not allowed from ns b".into()),
+                "RefNotPermitted",
+                false,
+                "not allowed from ns b",
+            ),
+            (
+                Outcome::WaitingForServer("no operator key yet".into()),
+                "WaitingForServer",
+                false,
+                "no operator key yet",
+            ),
+            (
+                Outcome::TeamNameTaken,
+                "TeamNameTaken",
+                false,
+                "\"Platform\" belongs to another team",
+            ),
+            (
+                Outcome::UnknownUser {
+                    username: "alice".into(),
+                },
+                "UnknownUser",
+                false,
+                "no user \"alice\"",
+            ),
+            (
+                Outcome::InvalidSpec("timeout too large".into()),
+                "InvalidSpec",
+                false,
+                "timeout too large",
+            ),
+        ];
+        for (outcome, reason, status, text) in cases {
+            let d = decide(&outcome);
+            let c = d.ready.unwrap();
+            assert_eq!((c.reason.as_str(), c.status), (reason, status));
+            assert!(c.message.contains(text), "{reason}: {}", c.message);
+            assert_eq!(c.observed_generation, Some(3));
+            assert_eq!(d.observed_generation, Some(3));
+            assert_eq!(d.team_id, Some(42));
+            assert!(!d.paused);
+        }
+    }
+
+    #[test]
+    fn patch_only_when_something_visible_changed() {
+        let first = written(status_patch(None, &decide(&Outcome::Ready), t(10)).unwrap());
+        assert_eq!(first.team_id, Some(42));
+        assert_eq!(first.observed_generation, Some(3));
+        assert_eq!(ready(&first).last_transition_time, t(10));
+        assert_eq!(
+            status_patch(Some(&first), &decide(&Outcome::Ready), t(99)),
+            None,
+            "a steady-state pass writes nothing"
+        );
+        let failed = written(
+            status_patch(
+                Some(&first),
+                &decide(&Outcome::UnknownUser {
+                    username: "bob".into(),
+                }),
+                t(20),
+            )
+            .unwrap(),
+        );
+        assert_eq!(ready(&failed).status, "False");
+        assert_eq!(ready(&failed).last_transition_time, t(20));
+        // Another failure reason keeps the transition time.
+        let other =
+            written(status_patch(Some(&failed), &decide(&Outcome::TeamNameTaken), t(30)).unwrap());
+        assert_eq!(ready(&other).last_transition_time, t(20));
+    }
+
+    #[test]
+    fn a_lost_team_id_is_written_back_and_a_gone_one_removed() {
+        let first = written(status_patch(None, &decide(&Outcome::Ready), t(10)).unwrap());
+        let mut lost = first.clone();
+        lost.team_id = None;
+        let p = status_patch(Some(&lost), &decide(&Outcome::Ready), t(11)).unwrap();
+        assert_eq!(p["status"]["teamID"], 42);
+        let mut gone = decide(&Outcome::TeamNameTaken);
+        gone.team_id = None;
+        let p = status_patch(Some(&first), &gone, t(12)).unwrap();
+        assert!(p["status"].as_object().unwrap().contains_key("teamID"));
+        assert!(p["status"]["teamID"].is_null());
+    }
+
+    #[test]
+    fn paused_keeps_ready_and_adds_then_removes_its_condition() {
+        let first = written(status_patch(None, &decide(&Outcome::Ready), t(10)).unwrap());
+        let paused =
+            written(status_patch(Some(&first), &paused_status(Some(&first)), t(20)).unwrap());
+        assert_eq!(ready(&paused), ready(&first));
+        assert_eq!(paused.team_id, first.team_id);
+        assert_eq!(paused.observed_generation, first.observed_generation);
+        let p = conditions::find(&paused.conditions, PAUSED).unwrap();
+        assert_eq!(
+            (p.status.as_str(), p.reason.as_str()),
+            ("True", PAUSED_BY_ANNOTATION)
+        );
+        assert_eq!(
+            status_patch(Some(&paused), &paused_status(Some(&paused)), t(30)),
+            None
+        );
+        let resumed =
+            written(status_patch(Some(&paused), &decide(&Outcome::Ready), t(40)).unwrap());
+        assert!(conditions::find(&resumed.conditions, PAUSED).is_none());
+        assert_eq!(resumed, first);
+    }
+
+    #[test]
+    fn converged_means_ready_at_this_generation() {
+        assert!(!converged(None, Some(3)));
+        let first = written(status_patch(None, &decide(&Outcome::Ready), t(10)).unwrap());
+        assert!(converged(Some(&first), Some(3)));
+        assert!(!converged(Some(&first), Some(4)), "a new spec is not drift");
+        let failed =
+            written(status_patch(Some(&first), &decide(&Outcome::TeamNameTaken), t(20)).unwrap());
+        assert!(!converged(Some(&failed), Some(3)));
+        assert_eq!(ready_reason(Some(&failed)), Some("TeamNameTaken"));
+    }
+
+    #[test]
+    fn pause_annotation_needs_true() {
+        let mut a = std::collections::BTreeMap::new();
+        assert!(!is_paused(&a));
+        a.insert(PAUSE_ANNOTATION.to_owned(), "false".to_owned());
+        assert!(!is_paused(&a));
+        a.insert(PAUSE_ANNOTATION.to_owned(), "true".to_owned());
+        assert!(is_paused(&a));
+    }
+}
