@@ -37,9 +37,10 @@ lint: tools
 audit:
     cargo deny check advisories
 
-# Every test, against a real kube-apiserver and the stand-in server.
+# Every test, against a real kube-apiserver and the stand-in server, then the e2e scenario.
 test: tools lint
     cargo test --workspace --no-fail-fast
+    bash e2e/e2e-local.sh
 
 # The whole system on this machine: control plane, operator, stand-in, docs/examples.
 demo: tools

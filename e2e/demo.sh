@@ -12,13 +12,16 @@ for _ in $(seq 1 60); do
   clear 2>/dev/null || true
   echo "== kubectl get terdut -A   ($(date +%T))"
   "$KUBECTL" get terdut -A 2>/dev/null || true
-  if ! "$KUBECTL" get terdut -A --no-headers 2>/dev/null | grep -qv ' True '; then
-    [ -n "$("$KUBECTL" get terdutalertsource -A --no-headers 2>/dev/null)" ] && break
-  fi
+  pending=$("$KUBECTL" get terdutteams,terdutalertsources -A --no-headers 2>/dev/null | grep -cv ' True ' || true)
+  total=$("$KUBECTL" get terdutteams,terdutalertsources -A --no-headers 2>/dev/null | wc -l)
+  [ "$total" -ge 4 ] && [ "$pending" -eq 0 ] && break
   sleep 2
 done
 echo
-echo "Everything above is live. Look around:"
+echo "Everything above is live. The TerdutServer itself stays Ready=False/Progressing here:"
+echo "this control plane has no kubelet, so its Deployment never gets a pod; the stand-in"
+echo "terdut-server on 127.0.0.1:8080 plays the server's part. On a real cluster it turns Ready."
+echo "Look around:"
 echo "  export KUBECONFIG=$KUBECONFIG"
 echo "  $KUBECTL get terdut -A"
 echo "  $KUBECTL -n platform-oncall describe terdutteam platform"

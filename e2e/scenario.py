@@ -140,8 +140,11 @@ def main():
 
     metrics_url = os.environ.get("METRICS_URL")
     if metrics_url:
+        req = urllib.request.Request(metrics_url, headers={"Accept": "application/openmetrics-text;version=1.0.0"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            om = r.read().decode()
+        check("/metrics serves OpenMetrics to Prometheus", om.rstrip().endswith("# EOF") and "reconciles_total" in om)
         text = http("GET", metrics_url)
-        check("/metrics serves OpenMetrics", isinstance(text, str) and text.rstrip().endswith("# EOF"))
         promtool = os.environ.get("PROMTOOL")
         if promtool:
             p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)

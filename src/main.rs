@@ -44,7 +44,9 @@ async fn main() -> anyhow::Result<()> {
     // clean candidate (controller-runtime does the same).
     let (lead_tx, mut leading) = watch::channel(!cli.leader_elect);
     let elector_stop = tokio_util::sync::CancellationToken::new();
-    let elector = cli.leader_elect.then(|| {
+    // Without election the sender is kept here, so the channel never closes under us (a
+    // closed channel would read as a lost lease).
+    let (elector, _keep_sender) = if cli.leader_elect {
         let e = LeaderElector::new(
             client.clone(),
             &cli.lease_namespace,
@@ -52,8 +54,13 @@ async fn main() -> anyhow::Result<()> {
             &cli.identity,
             LeaseTimings::default(),
         );
-        tokio::spawn(e.run(lead_tx, elector_stop.clone()))
-    });
+        (
+            Some(tokio::spawn(e.run(lead_tx, elector_stop.clone()))),
+            None,
+        )
+    } else {
+        (None, Some(lead_tx))
+    };
     tokio::select! {
         _ = leading.wait_for(|l| *l) => {}
         () = stop.cancelled() => return Ok(()),

@@ -80,10 +80,21 @@ fn router(registry: Arc<Registry>, readiness: Readiness) -> Router {
         })
 }
 
-async fn metrics(State(state): State<AppState>) -> Response {
+async fn metrics(State(state): State<AppState>, headers: axum::http::HeaderMap) -> Response {
     let mut body = String::new();
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     match prometheus_client::encoding::text::encode(&mut body, &state.registry) {
-        Ok(()) => ([(header::CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE)], body).into_response(),
+        Ok(()) if super::exposition::wants_openmetrics(accept) => {
+            ([(header::CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE)], body).into_response()
+        }
+        Ok(()) => (
+            [(
+                header::CONTENT_TYPE,
+                super::exposition::PROMETHEUS_TEXT_CONTENT_TYPE,
+            )],
+            super::exposition::to_prometheus_text(&body),
+        )
+            .into_response(),
         Err(error) => {
             tracing::error!(%error, "encoding metrics failed");
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
@@ -188,9 +199,26 @@ mod tests {
             }
         };
 
-        let (status, ctype, body) = get("/metrics").await;
+        // Prometheus negotiates OpenMetrics ...
+        let resp = http
+            .get(format!("http://{addr}/metrics"))
+            .header(
+                "accept",
+                "application/openmetrics-text;version=1.0.0,text/plain;q=0.5",
+            )
+            .send()
+            .await
+            .expect("request");
+        let (status, ctype) = (
+            resp.status().as_u16(),
+            resp.headers().get("content-type").cloned(),
+        );
+        let body = resp.text().await.expect("body");
         assert_eq!(status, 200);
-        assert_eq!(ctype.as_deref(), Some(OPENMETRICS_CONTENT_TYPE));
+        assert_eq!(
+            ctype.as_ref().and_then(|v| v.to_str().ok()),
+            Some(OPENMETRICS_CONTENT_TYPE)
+        );
         for family in [
             "# TYPE reconciles counter",
             "# TYPE reconcile_errors counter",
@@ -202,6 +230,17 @@ mod tests {
             assert!(body.contains(family), "missing {family:?} in\n{body}");
         }
         assert!(body.ends_with("# EOF\n"), "{body}");
+        // ... everyone else gets the classic text format.
+        let (status, ctype, plain) = get("/metrics").await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            ctype.as_deref(),
+            Some(super::super::exposition::PROMETHEUS_TEXT_CONTENT_TYPE)
+        );
+        assert!(
+            plain.contains("# TYPE reconciles_total counter") && !plain.contains("# EOF"),
+            "{plain}"
+        );
 
         assert_eq!(get("/healthz").await.0, 200);
         assert_eq!(get("/readyz").await.0, 503);

@@ -2,6 +2,7 @@
 //! Kubernetes Events and graceful shutdown. Nothing here knows about terdut resources.
 
 pub mod events;
+pub mod exposition;
 pub mod http;
 pub mod leader;
 pub mod metrics;
