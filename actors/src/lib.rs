@@ -7,6 +7,7 @@ pub mod error;
 pub mod informers;
 pub mod key;
 pub mod operator;
+pub mod pacing;
 pub mod runtime;
 pub mod server;
 pub mod source;

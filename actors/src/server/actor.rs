@@ -15,7 +15,6 @@ use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use rand::Rng as _;
 use terdut_crds::v1alpha1::TerdutServer;
 use terdut_crds::v1alpha1::conditions::DesiredCondition;
 use tokio::task::JoinHandle;
@@ -32,6 +31,7 @@ use crate::consent::{Consent, decide};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
+use crate::pacing::{jittered, retry_delay};
 use crate::supervisor::{ChildContext, ChildFactory, ChildMsg};
 
 /// Annotation that makes the actor panic when the operator runs with test hooks on; how tests
@@ -418,18 +418,6 @@ impl ServerActor {
     }
 }
 
-/// The resync period ±10%, so thousands of objects do not resync in lockstep.
-pub fn jittered(period: Duration) -> Duration {
-    let f = rand::rng().random_range(0.9..1.1);
-    period.mul_f64(f)
-}
-
-/// Retry delay after `failures` consecutive failed passes: 1s, 2s, 4s ... capped at 60s.
-pub fn retry_delay(failures: u32) -> Duration {
-    let secs = 1u64 << failures.saturating_sub(1).min(6);
-    Duration::from_secs(secs.min(60))
-}
-
 async fn report_crash_loop(ctx: &Ctx, key: &ObjectKey, last_error: &str) {
     let api: Api<TerdutServer> = Api::namespaced(ctx.kube.clone(), &key.namespace);
     let Ok(Some(server)) = api.get_opt(&key.name).await else {
@@ -467,23 +455,4 @@ async fn report_crash_loop(ctx: &Ctx, key: &ObjectKey, last_error: &str) {
             message,
         )
         .await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retry_delays_grow_and_cap() {
-        let d: Vec<u64> = (1..=9).map(|n| retry_delay(n).as_secs()).collect();
-        assert_eq!(d, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
-    }
-
-    #[test]
-    fn jitter_stays_within_ten_percent() {
-        for _ in 0..100 {
-            let j = jittered(Duration::from_secs(300)).as_secs_f64();
-            assert!((270.0..330.0).contains(&j), "{j}");
-        }
-    }
 }

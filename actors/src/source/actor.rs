@@ -31,7 +31,7 @@ use super::status::{Outcome, desired_status, status_patch};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
-use crate::server::actor::{jittered, retry_delay};
+use crate::pacing::{jittered, retry_delay};
 use crate::supervisor::{ChildContext, ChildFactory, ChildMsg};
 
 const KIND: &str = "source";

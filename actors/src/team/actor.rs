@@ -33,7 +33,7 @@ use super::status::{
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
-use crate::server::actor::{jittered, retry_delay};
+use crate::pacing::{jittered, retry_delay};
 use crate::server::observe::team_server_key;
 use crate::supervisor::{ChildContext, ChildFactory, ChildMsg};
 
