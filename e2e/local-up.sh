@@ -1,6 +1,7 @@
 # Sourced by e2e-local.sh and demo.sh: builds the binaries, starts the local control plane
 # (etcd, kube-apiserver, kube-controller-manager on loopback, CRDs installed) and the operator
-# as a process that reaches TerdutServers at http://127.0.0.1:{servicePort}. Sets KUBECTL,
+# as a process, under the chart's RBAC, that reaches TerdutServers at
+# http://127.0.0.1:{servicePort}. Sets KUBECTL,
 # KUBECONFIG, METRICS_URL, PROMTOOL, STANDIN_BIN, WORK; stops everything on exit.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -28,7 +29,27 @@ for _ in $(seq 1 240); do [ -f "$KUBECONFIG" ] && break; sleep 0.5; done
 [ -f "$KUBECONFIG" ] || { cat "$WORK/local-cluster.log"; exit 1; }
 echo "[up] control plane ready (logs: $WORK)"
 
-./target/debug/terdut-operator --leader-elect=false --log-format=text \
+# The operator runs with exactly the chart's RBAC: its ServiceAccount, ClusterRole and Lease
+# Role, applied from the rendered chart, and a token minted for that ServiceAccount.
+"$KUBECTL" create namespace terdut-system >/dev/null
+"$BIN/helm" template terdut chart/terdut-operator --namespace terdut-system --kube-version 1.37.2 \
+  --show-only templates/serviceaccount.yaml --show-only templates/rbac.yaml > "$WORK/chart-rbac.yaml"
+"$KUBECTL" apply -f "$WORK/chart-rbac.yaml" >/dev/null
+SA=$(awk '/^kind: ServiceAccount/{f=1} f && /^  name:/{print $2; exit}' "$WORK/chart-rbac.yaml")
+TOKEN=$("$KUBECTL" -n terdut-system create token "$SA" --duration=2h)
+SERVER_URL=$(awk '/server:/{print $2; exit}' "$KUBECONFIG")
+cat > "$WORK/operator.kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters: [{name: local, cluster: {server: $SERVER_URL, insecure-skip-tls-verify: true}}]
+users: [{name: operator, user: {token: $TOKEN}}]
+contexts: [{name: local, context: {cluster: local, user: operator}}]
+current-context: local
+KC
+echo "[up] operator identity: system:serviceaccount:terdut-system:$SA (the chart's RBAC only)"
+
+KUBECONFIG="$WORK/operator.kubeconfig" POD_NAME=terdut-operator-local \
+./target/debug/terdut-operator --leader-elect=true --lease-namespace=terdut-system --log-format=text \
   --http-addr "127.0.0.1:${OPERATOR_HTTP_PORT:-9464}" \
   --server-url-template 'http://127.0.0.1:{port}' > "$WORK/operator.log" 2>&1 &
 PIDS+=($!)

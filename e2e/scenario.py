@@ -145,6 +145,11 @@ def main():
             om = r.read().decode()
         check("/metrics serves OpenMetrics to Prometheus", om.rstrip().endswith("# EOF") and "reconciles_total" in om)
         text = http("GET", metrics_url)
+        failures = [l for l in text.splitlines() if l.startswith("terdut_operator_event_publish_failures_total")]
+        check("no Event failed to publish", failures and all(l.split()[-1] in ("0", "0.0") for l in failures), str(failures))
+        events = get_json("events.events.k8s.io", "-A") or {"items": []}
+        ours = [e for e in events["items"] if e.get("reportingController") == "terdut-operator"]
+        check("the operator recorded Events", len(ours) > 0, f"{len(ours)} events")
         promtool = os.environ.get("PROMTOOL")
         if promtool:
             p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
