@@ -9,7 +9,9 @@ BIN=$(bash e2e/control-plane/build.sh path)
 WORK="$PWD/.tmp/${RUN_NAME:-local}"
 rm -rf "$WORK" && mkdir -p "$WORK"
 export KUBECONFIG="$WORK/kubeconfig" KUBECTL="$BIN/kubectl" PROMTOOL="$BIN/promtool"
-export STANDIN_BIN="$PWD/target/debug/terdut-standin" STANDIN_LOG="$WORK/standin.log"
+# Honour CARGO_TARGET_DIR (a shared target dir) like cargo does.
+TARGET_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug"
+export TARGET_BIN STANDIN_BIN="$TARGET_BIN/terdut-standin" STANDIN_LOG="$WORK/standin.log"
 export METRICS_URL="http://127.0.0.1:${OPERATOR_HTTP_PORT:-9464}/metrics"
 export ADMIN_URL="http://127.0.0.1:8080"
 
@@ -23,7 +25,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-./target/debug/local-cluster "$KUBECONFIG" > "$WORK/local-cluster.log" 2>&1 &
+"$TARGET_BIN/local-cluster" "$KUBECONFIG" > "$WORK/local-cluster.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 240); do [ -f "$KUBECONFIG" ] && break; sleep 0.5; done
 [ -f "$KUBECONFIG" ] || { cat "$WORK/local-cluster.log"; exit 1; }
@@ -48,8 +50,11 @@ current-context: local
 KC
 echo "[up] operator identity: system:serviceaccount:terdut-system:$SA (the chart's RBAC only)"
 
+# `just chaos` starts (and kills) the operator itself: stop here, everything else up.
+[ "${LOCAL_UP_OPERATOR:-1}" = 1 ] || return 0
+
 KUBECONFIG="$WORK/operator.kubeconfig" POD_NAME=terdut-operator-local \
-./target/debug/terdut-operator --leader-elect=true --lease-namespace=terdut-system --log-format=text \
+"$TARGET_BIN/terdut-operator" --leader-elect=true --lease-namespace=terdut-system --log-format=text \
   --http-addr "127.0.0.1:${OPERATOR_HTTP_PORT:-9464}" \
   --server-url-template 'http://127.0.0.1:{port}' > "$WORK/operator.log" 2>&1 &
 PIDS+=($!)
