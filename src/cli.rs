@@ -53,6 +53,17 @@ pub struct Cli {
     #[arg(long, env = "POD_NAME", default_value_t = default_identity())]
     pub identity: String,
 
+    /// Namespaces to watch, comma-separated; empty (the default) watches every namespace.
+    /// With a list the operator needs only namespaced Roles there, plus read access to
+    /// Namespaces (chart value `rbac.namespaced`; DESIGN §9, §13).
+    #[arg(
+        long,
+        env = "TERDUT_WATCH_NAMESPACES",
+        value_delimiter = ',',
+        default_value = ""
+    )]
+    pub watch_namespaces: Vec<String>,
+
     /// Log format: json or text.
     #[arg(long, env = "TERDUT_LOG_FORMAT", default_value = "json")]
     pub log_format: String,

@@ -74,6 +74,12 @@ async fn main() -> anyhow::Result<()> {
             server_url_template: cli.server_url_template,
             api_timeout: cli.api_timeout,
             test_hooks: cli.test_hooks,
+            watch_namespaces: cli
+                .watch_namespaces
+                .iter()
+                .map(|ns| ns.trim().to_owned())
+                .filter(|ns| !ns.is_empty())
+                .collect(),
             ..OperatorConfig::default()
         },
         restart_policy: RestartPolicy::default(),

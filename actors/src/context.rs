@@ -21,6 +21,7 @@ use crate::key::ObjectKey;
 use crate::runtime::events::EventPublisher;
 use crate::runtime::metrics::OperatorMetrics;
 use crate::server::actor::ServerMsg;
+use crate::stores::NamespacedStores;
 
 /// Operator settings (flags of the binary, see docs/configuration.md).
 #[derive(Clone, Debug)]
@@ -40,6 +41,10 @@ pub struct OperatorConfig {
     pub blocked_retry: Duration,
     /// Test hooks (fault injection by annotation). Never on in production.
     pub test_hooks: bool,
+    /// The namespaces whose objects the operator watches and reconciles; empty means every
+    /// namespace (the cluster-wide default of DESIGN §9). A list lets the operator run with
+    /// per-namespace Roles (`rbac.namespaced` in the chart).
+    pub watch_namespaces: Vec<String>,
 }
 
 impl Default for OperatorConfig {
@@ -51,6 +56,7 @@ impl Default for OperatorConfig {
             api_timeout: Duration::from_secs(15),
             blocked_retry: Duration::from_secs(30),
             test_hooks: false,
+            watch_namespaces: Vec::new(),
         }
     }
 }
@@ -65,18 +71,21 @@ impl OperatorConfig {
     }
 }
 
-/// The informer caches (reflector stores), all with managedFields stripped.
+/// The informer caches (reflector stores), all with managedFields stripped. Namespaced kinds
+/// have a store per watched namespace (see [`NamespacedStores`]).
 #[derive(Clone)]
 pub struct Stores {
-    pub servers: Store<TerdutServer>,
-    pub teams: Store<TerdutTeam>,
-    pub sources: Store<TerdutAlertSource>,
-    pub deployments: Store<Deployment>,
-    pub services: Store<Service>,
-    pub pdbs: Store<PodDisruptionBudget>,
+    pub servers: NamespacedStores<TerdutServer>,
+    pub teams: NamespacedStores<TerdutTeam>,
+    pub sources: NamespacedStores<TerdutAlertSource>,
+    pub deployments: NamespacedStores<Deployment>,
+    pub services: NamespacedStores<Service>,
+    pub pdbs: NamespacedStores<PodDisruptionBudget>,
     /// Only Secrets the operator labels (`terdut.ryuvia.com/managed=true`).
-    pub secrets: Store<Secret>,
+    pub secrets: NamespacedStores<Secret>,
     /// Namespace metadata only: labels for `allowedTeams: {from: Selector}` (DESIGN §4.6).
+    /// Always cluster-wide: Namespaces are cluster-scoped, so even the namespaced chart grants
+    /// get/list/watch on them (labels only, no secrets).
     pub namespaces: Store<PartialObjectMeta<Namespace>>,
 }
 

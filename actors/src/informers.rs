@@ -20,6 +20,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::Api;
+use kube::core::NamespaceResourceScope;
 use kube::core::PartialObjectMeta;
 use kube::runtime::WatchStreamExt as _;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -35,6 +36,7 @@ use crate::key::ObjectKey;
 use crate::server::names::{
     FIELD_MANAGER, LABEL_MANAGED_BY, LABEL_SERVER, MANAGED_SECRET_SELECTOR,
 };
+use crate::stores::NamespacedStores;
 
 /// Where informer events go. Implemented by the operator's wiring (`operator.rs`), which
 /// forwards each to the keyed supervisor of its kind.
@@ -42,8 +44,10 @@ pub trait Routes: Send + Sync + 'static {
     fn server_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutServer>>);
     fn team_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>);
     fn source_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutAlertSource>>);
-    /// The initial list of `kind` finished: objects absent from it are gone.
-    fn synced(&self, kind: &'static str);
+    /// A list of `kind` in `namespace` (`None`: every namespace) finished: objects of that
+    /// scope absent from it are gone. Only that scope: another namespace's watch may be
+    /// mid-list, its new objects not yet in its store.
+    fn synced(&self, kind: &'static str, namespace: Option<String>);
 }
 
 type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -70,59 +74,55 @@ fn config() -> watcher::Config {
     watcher::Config::default().page_size(100)
 }
 
-/// Builds the informers; `routes` receives every event.
-pub fn build(client: &Client, routes: Arc<dyn Routes>) -> Informers {
+/// Builds the informers; `routes` receives every event. `namespaces` empty: one cluster-wide
+/// watch per kind (DESIGN §9's ClusterRole). Otherwise one watch per kind and namespace, which
+/// needs only namespaced Roles there (the per-namespace split of DESIGN §13); Namespaces
+/// themselves are cluster-scoped and stay one cluster-wide watch either way.
+pub fn build(client: &Client, namespaces: &[String], routes: Arc<dyn Routes>) -> Informers {
     let (synced_tx, synced) = watch::channel(0usize);
     let synced_tx = Arc::new(synced_tx);
     let mut tasks: Vec<Task> = vec![];
     let owned = format!("{LABEL_MANAGED_BY}={FIELD_MANAGER}");
+    let scopes: Vec<String> = namespaces
+        .iter()
+        .cloned()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let watch = Watch {
+        client,
+        scopes: &scopes,
+        synced: &synced_tx,
+    };
 
-    let servers = informer::<TerdutServer, _>(
-        Api::all(client.clone()),
-        config(),
-        &mut tasks,
-        synced_tx.clone(),
-        {
-            let r = routes.clone();
-            move |ev| match ev {
-                Change::Applied(o) => r.server_changed(ObjectKey::of(o.as_ref()), Some(o)),
-                Change::Deleted(o) => r.server_changed(ObjectKey::of(o.as_ref()), None),
-                Change::Synced => r.synced("server"),
-            }
-        },
-    );
-    let teams = informer::<TerdutTeam, _>(
-        Api::all(client.clone()),
-        config(),
-        &mut tasks,
-        synced_tx.clone(),
-        {
-            let r = routes.clone();
-            move |ev| match ev {
-                Change::Applied(o) => r.team_changed(ObjectKey::of(o.as_ref()), Some(o)),
-                Change::Deleted(o) => r.team_changed(ObjectKey::of(o.as_ref()), None),
-                Change::Synced => r.synced("team"),
-            }
-        },
-    );
-    let sources = informer::<TerdutAlertSource, _>(
-        Api::all(client.clone()),
-        config(),
-        &mut tasks,
-        synced_tx.clone(),
-        {
-            let r = routes.clone();
-            move |ev| match ev {
-                Change::Applied(o) => r.source_changed(ObjectKey::of(o.as_ref()), Some(o)),
-                Change::Deleted(o) => r.source_changed(ObjectKey::of(o.as_ref()), None),
-                Change::Synced => r.synced("source"),
-            }
-        },
-    );
+    let servers = watch.kind::<TerdutServer, _>(config(), &mut tasks, {
+        let r = routes.clone();
+        move |ev| match ev {
+            Change::Applied(o) => r.server_changed(ObjectKey::of(o.as_ref()), Some(o)),
+            Change::Deleted(o) => r.server_changed(ObjectKey::of(o.as_ref()), None),
+            Change::Synced(ns) => r.synced("server", ns),
+        }
+    });
+    let teams = watch.kind::<TerdutTeam, _>(config(), &mut tasks, {
+        let r = routes.clone();
+        move |ev| match ev {
+            Change::Applied(o) => r.team_changed(ObjectKey::of(o.as_ref()), Some(o)),
+            Change::Deleted(o) => r.team_changed(ObjectKey::of(o.as_ref()), None),
+            Change::Synced(ns) => r.synced("team", ns),
+        }
+    });
+    let sources = watch.kind::<TerdutAlertSource, _>(config(), &mut tasks, {
+        let r = routes.clone();
+        move |ev| match ev {
+            Change::Applied(o) => r.source_changed(ObjectKey::of(o.as_ref()), Some(o)),
+            Change::Deleted(o) => r.source_changed(ObjectKey::of(o.as_ref()), None),
+            Change::Synced(ns) => r.synced("source", ns),
+        }
+    });
 
     // Owned objects nudge their server (looked up in the server cache, so the actor gets the
     // object itself, not a stale copy).
-    let to_server = |servers: Store<TerdutServer>, routes: Arc<dyn Routes>| {
+    let to_server = |servers: NamespacedStores<TerdutServer>, routes: Arc<dyn Routes>| {
         move |labels: &std::collections::BTreeMap<String, String>, ns: &str| {
             if let Some(name) = labels.get(LABEL_SERVER) {
                 let obj = servers.get(&ObjectRef::new(name).within(ns));
@@ -135,16 +135,14 @@ pub fn build(client: &Client, routes: Arc<dyn Routes>) -> Informers {
     macro_rules! owned {
         ($k:ty, $selector:expr) => {{
             let nudge = to_server(servers.clone(), routes.clone());
-            informer::<$k, _>(
-                Api::all(client.clone()),
+            watch.kind::<$k, _>(
                 config().labels(&$selector),
                 &mut tasks,
-                synced_tx.clone(),
                 move |ev| match ev {
                     Change::Applied(o) | Change::Deleted(o) => {
                         nudge(o.labels(), &o.namespace().unwrap_or_default())
                     }
-                    Change::Synced => {}
+                    Change::Synced(_) => {}
                 },
             )
         }};
@@ -156,11 +154,9 @@ pub fn build(client: &Client, routes: Arc<dyn Routes>) -> Informers {
         let nudge = to_server(servers.clone(), routes.clone());
         let r = routes.clone();
         let sources_store = sources.clone();
-        informer::<Secret, _>(
-            Api::all(client.clone()),
+        watch.kind::<Secret, _>(
             config().labels(MANAGED_SECRET_SELECTOR),
             &mut tasks,
-            synced_tx.clone(),
             move |ev| match ev {
                 Change::Applied(o) | Change::Deleted(o) => {
                     let ns = o.namespace().unwrap_or_default();
@@ -177,12 +173,13 @@ pub fn build(client: &Client, routes: Arc<dyn Routes>) -> Informers {
                         }
                     }
                 }
-                Change::Synced => {}
+                Change::Synced(_) => {}
             },
         )
     };
 
-    // Namespaces: metadata only, labels drive consent.
+    // Namespaces: metadata only, labels drive consent. Cluster-scoped, so one watch in both
+    // modes (the namespaced chart grants read on Namespaces through a small ClusterRole).
     let namespaces = {
         let (reader, writer) = reflector::store::<PartialObjectMeta<Namespace>>();
         let teams_store = teams.clone();
@@ -199,6 +196,7 @@ pub fn build(client: &Client, routes: Arc<dyn Routes>) -> Informers {
         .reflect(writer);
         tasks.push(Box::pin(async move {
             let mut stream = std::pin::pin!(stream);
+            let mut first_list = true;
             while let Some(ev) = stream.next().await {
                 match ev {
                     Ok(Event::Apply(ns)) | Ok(Event::Delete(ns)) => {
@@ -211,7 +209,10 @@ pub fn build(client: &Client, routes: Arc<dyn Routes>) -> Informers {
                             r.team_changed(ObjectKey::of(t.as_ref()), Some(t));
                         }
                     }
-                    Ok(Event::InitDone) => tx.send_modify(|n| *n += 1),
+                    Ok(Event::InitDone) if first_list => {
+                        first_list = false;
+                        tx.send_modify(|n| *n += 1);
+                    }
                     Ok(_) => {}
                     Err(e) => warn!(kind = "Namespace", error = %e, "watch error (retrying)"),
                 }
@@ -231,9 +232,10 @@ pub fn build(client: &Client, routes: Arc<dyn Routes>) -> Informers {
             secrets,
             namespaces,
         },
+        // Every task is one watch that counts its first complete list once.
+        expected: tasks.len(),
         tasks,
         synced,
-        expected: 8,
     }
 }
 
@@ -242,19 +244,73 @@ pub fn build(client: &Client, routes: Arc<dyn Routes>) -> Informers {
 pub enum Change<K> {
     Applied(Arc<K>),
     Deleted(Arc<K>),
-    Synced,
+    /// The watch of this namespace (`None`: of every namespace) finished a list.
+    Synced(Option<String>),
 }
 
-fn informer<K, F>(
+/// What every watch of one [`build`] shares.
+struct Watch<'a> {
+    client: &'a Client,
+    /// The watched namespaces; empty means all.
+    scopes: &'a [String],
+    synced: &'a Arc<watch::Sender<usize>>,
+}
+
+impl Watch<'_> {
+    /// Watches kind `K` in every scope, each watch with its own reflector store.
+    fn kind<K, F>(
+        &self,
+        cfg: watcher::Config,
+        tasks: &mut Vec<Task>,
+        on_change: F,
+    ) -> NamespacedStores<K>
+    where
+        K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+            + Clone
+            + Debug
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
+        F: Fn(Change<K>) + Send + Sync + 'static,
+    {
+        let on_change = Arc::new(on_change);
+        if self.scopes.is_empty() {
+            let api = Api::all(self.client.clone());
+            return NamespacedStores::all(informer(api, None, cfg, tasks, self.synced, on_change));
+        }
+        NamespacedStores::namespaced(
+            self.scopes
+                .iter()
+                .map(|ns| {
+                    let api = Api::namespaced(self.client.clone(), ns);
+                    let store = informer(
+                        api,
+                        Some(ns.clone()),
+                        cfg.clone(),
+                        tasks,
+                        self.synced,
+                        on_change.clone(),
+                    );
+                    (ns.clone(), store)
+                })
+                .collect(),
+        )
+    }
+}
+
+/// One watch and its reflector store. Its first complete list counts once towards `synced`
+/// (relists do not, or a flapping watch could stand in for one that never listed).
+fn informer<K>(
     api: Api<K>,
+    scope: Option<String>,
     cfg: watcher::Config,
     tasks: &mut Vec<Task>,
-    synced: Arc<watch::Sender<usize>>,
-    on_change: F,
+    synced: &Arc<watch::Sender<usize>>,
+    on_change: Arc<dyn Fn(Change<K>) + Send + Sync>,
 ) -> Store<K>
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
-    F: Fn(Change<K>) + Send + Sync + 'static,
 {
     let (reader, writer) = reflector::store::<K>();
     let stream = watcher::watcher(api, cfg)
@@ -264,8 +320,10 @@ where
         })
         .reflect(writer);
     let kind = K::kind(&()).into_owned();
+    let synced = synced.clone();
     tasks.push(Box::pin(async move {
         let mut stream = std::pin::pin!(stream);
+        let mut first_list = true;
         while let Some(ev) = stream.next().await {
             match ev {
                 Ok(Event::Apply(o)) | Ok(Event::InitApply(o)) => {
@@ -273,11 +331,13 @@ where
                 }
                 Ok(Event::Delete(o)) => on_change(Change::Deleted(Arc::new(o))),
                 Ok(Event::InitDone) => {
-                    synced.send_modify(|n| *n += 1);
-                    on_change(Change::Synced);
+                    if std::mem::take(&mut first_list) {
+                        synced.send_modify(|n| *n += 1);
+                    }
+                    on_change(Change::Synced(scope.clone()));
                 }
                 Ok(Event::Init) => {}
-                Err(e) => warn!(kind, error = %e, "watch error (retrying)"),
+                Err(e) => warn!(kind, namespace = scope.as_deref().unwrap_or("*"), error = %e, "watch error (retrying)"),
             }
         }
     }));

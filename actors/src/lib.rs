@@ -11,5 +11,6 @@ pub mod pacing;
 pub mod runtime;
 pub mod server;
 pub mod source;
+pub mod stores;
 pub mod supervisor;
 pub mod team;

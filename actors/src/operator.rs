@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use kube::Client;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use prometheus_client::registry::Registry;
 use ractor::{Actor, ActorRef};
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
@@ -30,6 +30,7 @@ use crate::runtime::metrics::OperatorMetrics;
 use crate::server::actor::{ServerFactory, ServerSpec};
 use crate::server::observe::team_server_key;
 use crate::source::actor::{SourceFactory, SourceSpec};
+use crate::stores::NamespacedStores;
 use crate::supervisor::{
     ChildFactory, KeyedSupervisor, RestartPolicy, SupervisorConfig, SupervisorMetrics,
     SupervisorMsg, snapshot,
@@ -159,49 +160,40 @@ impl Routes for OperatorRoutes {
         let _ = sources.cast(msg);
     }
 
-    fn synced(&self, kind: &'static str) {
+    fn synced(&self, kind: &'static str, namespace: Option<String>) {
         // Objects deleted while no watch was open never produce a Delete event: after every
-        // (re)list, stop the actors whose object is no longer in the cache.
-        if kind == "team" {
-            if let (Some(teams), Some(ctx)) = (self.teams.get().cloned(), self.ctx.get()) {
-                remove_gone(teams, ctx.stores.teams.clone());
-            }
-            return;
-        }
-        if kind == "source" {
-            if let (Some(sources), Some(ctx)) = (self.sources.get().cloned(), self.ctx.get()) {
-                remove_gone(sources, ctx.stores.sources.clone());
-            }
-            return;
-        }
-        if kind != "server" {
-            return;
-        }
-        let (Some(servers), Some(ctx)) = (self.servers.get().cloned(), self.ctx.get().cloned())
-        else {
+        // (re)list, stop the actors of that scope whose object is no longer in the cache.
+        let Some(ctx) = self.ctx.get().cloned() else {
             return;
         };
-        tokio::spawn(async move {
-            let Ok(snap) = snapshot(&servers, Duration::from_secs(10)).await else {
-                return;
-            };
-            for key in snap.children.keys() {
-                if ctx
-                    .stores
-                    .servers
-                    .get(&ObjectRef::new(&key.name).within(&key.namespace))
-                    .is_none()
-                {
-                    let _ = servers.cast(SupervisorMsg::Remove(key.clone()));
+        match kind {
+            "team" => {
+                if let Some(teams) = self.teams.get().cloned() {
+                    remove_gone(teams, ctx.stores.teams.clone(), namespace);
                 }
             }
-        });
+            "source" => {
+                if let Some(sources) = self.sources.get().cloned() {
+                    remove_gone(sources, ctx.stores.sources.clone(), namespace);
+                }
+            }
+            "server" => {
+                if let Some(servers) = self.servers.get().cloned() {
+                    remove_gone(servers, ctx.stores.servers.clone(), namespace);
+                }
+            }
+            _ => {}
+        }
     }
 }
 
-/// Stops the children of `supervisor` whose object is not in `store` (after a relist).
-fn remove_gone<F, K>(supervisor: ActorRef<SupervisorMsg<F>>, store: Store<K>)
-where
+/// Stops the children of `supervisor` in `namespace` (`None`: any) whose object is not in
+/// `store` (after a relist of that namespace).
+fn remove_gone<F, K>(
+    supervisor: ActorRef<SupervisorMsg<F>>,
+    store: NamespacedStores<K>,
+    namespace: Option<String>,
+) where
     F: ChildFactory,
     K: kube::Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
 {
@@ -210,9 +202,10 @@ where
             return;
         };
         for key in snap.children.keys() {
-            if store
-                .get(&ObjectRef::new(&key.name).within(&key.namespace))
-                .is_none()
+            if namespace.as_ref().is_none_or(|ns| *ns == key.namespace)
+                && store
+                    .get(&ObjectRef::new(&key.name).within(&key.namespace))
+                    .is_none()
             {
                 let _ = supervisor.cast(SupervisorMsg::Remove(key.clone()));
             }
@@ -260,7 +253,7 @@ pub async fn start(
         team_servers: DashMap::new(),
         ctx: OnceLock::new(),
     });
-    let informers = informers::build(&client, routes.clone());
+    let informers = informers::build(&client, &opts.config.watch_namespaces, routes.clone());
     let ctx = Ctx::new(Inner {
         kube: client,
         stores: informers.stores.clone(),

@@ -72,6 +72,7 @@ pub async fn operator() -> &'static TestOperator {
                         test_hooks: true,
                         // A team waiting for a user to sign up retries every 2s, not 30s.
                         blocked_retry: Duration::from_secs(2),
+                        watch_namespaces: Vec::new(),
                     },
                     restart_policy: test_policy(),
                     clock: Arc::new(SystemClock),

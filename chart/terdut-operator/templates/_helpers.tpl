@@ -53,3 +53,15 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   resources: [events]
   verbs: [create, patch]
 {{- end -}}
+
+{{/*
+The namespaces the operator watches with rbac.namespaced (DESIGN §9, §13): watchNamespaces plus
+the release namespace (where terdutServer.enabled puts its TerdutServer), comma-separated.
+Fails the render when the list is empty: a namespaced operator that watches nothing is a mistake.
+*/}}
+{{- define "terdut-operator.watchNamespaces" -}}
+{{- if not .Values.rbac.watchNamespaces -}}
+{{- fail "rbac.namespaced=true needs rbac.watchNamespaces: the namespaces the operator may act in (e.g. --set 'rbac.watchNamespaces={team-a,team-b}')" -}}
+{{- end -}}
+{{- append .Values.rbac.watchNamespaces .Release.Namespace | uniq | join "," -}}
+{{- end -}}

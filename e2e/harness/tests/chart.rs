@@ -52,6 +52,14 @@ fn helm_lint_passes_with_default_and_all_feature_values() {
     assert!(ok, "{out}");
     let (ok, out) = helm(&["lint", chart.to_str().unwrap(), "-f", &all_features()]);
     assert!(ok, "{out}");
+    let namespaced = chart.join("ci/namespaced-values.yaml");
+    let (ok, out) = helm(&[
+        "lint",
+        chart.to_str().unwrap(),
+        "-f",
+        namespaced.to_str().unwrap(),
+    ]);
+    assert!(ok, "{out}");
 }
 
 #[test]
@@ -168,5 +176,115 @@ async fn operator_pods_meet_the_restricted_pod_security_level() {
     assert!(
         out.contains("would violate PodSecurity"),
         "expected a PodSecurity warning: {out}"
+    );
+}
+
+/// The documents of a rendered chart, as JSON values.
+fn documents(manifests: &str) -> Vec<serde_json::Value> {
+    manifests
+        .split("\n---")
+        .filter_map(|doc| serde_yaml_ng::from_str::<serde_json::Value>(doc).ok())
+        .filter(|v| v.is_object())
+        .collect()
+}
+
+/// rbac.namespaced (DESIGN §9, §13): a Role and RoleBinding per watched namespace and the
+/// release namespace, the operator told to watch exactly those, and no cluster-wide grant
+/// beyond reading Namespaces, so in particular no Secret outside the watched namespaces.
+#[tokio::test]
+async fn namespaced_rbac_has_a_role_per_namespace_and_no_cluster_wide_secrets() {
+    let cp = ControlPlane::shared().await.unwrap();
+    let client = cp.client().await.unwrap();
+    let ns = cp.namespace(&client, "chart-ns").await.unwrap();
+    let a = cp.namespace(&client, "tenant-a").await.unwrap();
+    let b = cp.namespace(&client, "tenant-b").await.unwrap();
+    let values = chart().join("ci/namespaced-values.yaml");
+    let rendered = render(
+        &ns,
+        &[
+            "-f",
+            values.to_str().unwrap(),
+            "--set",
+            &format!("rbac.watchNamespaces={{{a},{b}}}"),
+        ],
+    );
+    // Without `-n`: the Roles live in the tenant namespaces (every template sets its namespace).
+    let path = cp.dir().join(format!("rendered-{ns}.yaml"));
+    std::fs::write(&path, &rendered).unwrap();
+    let (ok, out) = cp
+        .kubectl(&[
+            "apply",
+            "--dry-run=server",
+            "--validate=strict",
+            "-f",
+            path.to_str().unwrap(),
+        ])
+        .unwrap();
+    assert!(ok, "the apiserver refused the rendered chart:\n{out}");
+    assert!(out.contains("role.rbac.authorization.k8s.io/"), "{out}");
+
+    let docs = documents(&rendered);
+    let of_kind = |kind: &str| -> Vec<&serde_json::Value> {
+        docs.iter().filter(|d| d["kind"] == kind).collect()
+    };
+    let operator_role = |d: &&serde_json::Value| {
+        !d["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .ends_with("-leader-election")
+    };
+    let mut role_namespaces: Vec<&str> = of_kind("Role")
+        .into_iter()
+        .filter(operator_role)
+        .map(|d| d["metadata"]["namespace"].as_str().unwrap())
+        .collect();
+    role_namespaces.sort_unstable();
+    let mut want = vec![a.as_str(), b.as_str(), ns.as_str()];
+    want.sort_unstable();
+    assert_eq!(role_namespaces, want);
+    let mut binding_namespaces: Vec<&str> = of_kind("RoleBinding")
+        .into_iter()
+        .filter(operator_role)
+        .map(|d| d["metadata"]["namespace"].as_str().unwrap())
+        .collect();
+    binding_namespaces.sort_unstable();
+    assert_eq!(binding_namespaces, want);
+    for role in of_kind("Role").into_iter().filter(operator_role) {
+        assert!(role.to_string().contains("secrets"), "{role}");
+    }
+
+    let cluster_roles = of_kind("ClusterRole");
+    assert_eq!(cluster_roles.len(), 1, "{cluster_roles:?}");
+    let rules = cluster_roles[0]["rules"].as_array().unwrap();
+    assert_eq!(
+        rules,
+        &vec![serde_json::json!({
+            "apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]
+        })]
+    );
+
+    let deployment = &of_kind("Deployment")[0];
+    let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+    assert!(
+        args.contains(&format!("--watch-namespaces={a},{b},{ns}")),
+        "{args}"
+    );
+}
+
+#[test]
+fn namespaced_rbac_without_watch_namespaces_fails_the_render() {
+    let chart = chart();
+    let (ok, out) = helm(&[
+        "template",
+        "t",
+        chart.to_str().unwrap(),
+        "--kube-version",
+        "1.37.2",
+        "--set",
+        "rbac.namespaced=true",
+    ]);
+    assert!(
+        !ok && out.contains("rbac.namespaced=true needs rbac.watchNamespaces"),
+        "{out}"
     );
 }
