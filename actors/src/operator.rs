@@ -81,13 +81,40 @@ impl RunningOperator {
     }
 }
 
+/// The parts of a TerdutTeam its server and its alert sources depend on.
+#[derive(Clone, Debug, PartialEq)]
+struct TeamSeen {
+    server: ObjectKey,
+    ready: bool,
+    team_id: Option<i64>,
+    deleting: bool,
+}
+
+impl TeamSeen {
+    fn of(team: &TerdutTeam) -> Self {
+        let status = team.status.as_ref();
+        Self {
+            server: team_server_key(team),
+            ready: status
+                .is_some_and(|s| terdut_crds::v1alpha1::conditions::is_ready(&s.conditions)),
+            team_id: status.and_then(|s| s.team_id),
+            deleting: team.metadata.deletion_timestamp.is_some(),
+        }
+    }
+
+    /// What an alert source gates on (DESIGN §5: it requires its team Ready, with an id).
+    fn gate(&self) -> (bool, Option<i64>, bool) {
+        (self.ready, self.team_id, self.deleting)
+    }
+}
+
 struct OperatorRoutes {
     servers: OnceLock<ActorRef<SupervisorMsg<ServerFactory>>>,
     sources: OnceLock<ActorRef<SupervisorMsg<SourceFactory>>>,
     teams: OnceLock<ActorRef<SupervisorMsg<TeamFactory>>>,
-    /// The server each team names, so a deleted team (whose object the route does not get)
-    /// still nudges its server.
-    team_servers: DashMap<ObjectKey, ObjectKey>,
+    /// What the dependants of each team last saw of it (see `team_changed`); also how a
+    /// deleted team, whose object the route does not get, still nudges its server.
+    team_seen: DashMap<ObjectKey, TeamSeen>,
     ctx: OnceLock<Ctx>,
 }
 
@@ -111,13 +138,10 @@ impl Routes for OperatorRoutes {
 
     fn team_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>) {
         debug!(team = %key, "team changed");
-        let server = match &obj {
-            Some(team) => {
-                let server = team_server_key(team);
-                self.team_servers.insert(key.clone(), server.clone());
-                Some(server)
-            }
-            None => self.team_servers.remove(&key).map(|(_, server)| server),
+        let now = obj.as_deref().map(TeamSeen::of);
+        let before = match &now {
+            Some(seen) => self.team_seen.insert(key.clone(), seen.clone()),
+            None => self.team_seen.remove(&key).map(|(_, seen)| seen),
         };
         if let Some(teams) = self.teams.get() {
             let msg = match obj {
@@ -126,10 +150,23 @@ impl Routes for OperatorRoutes {
             };
             let _ = teams.cast(msg);
         }
+        // Fan out only what the dependants read: most team events are the team's own status
+        // writes, and re-running its server and every source on each of them multiplied the
+        // passes per object (docs/performance.md).
+        // The server recounts consent when a team appears, goes, or its Ready flips (a
+        // namespace relabel shows up as the team turning RefNotPermitted or back).
+        let server_affected = match (&before, &now) {
+            (Some(b), Some(n)) => b.server != n.server || b.ready != n.ready,
+            _ => true,
+        };
+        let sources_affected =
+            before.as_ref().map(TeamSeen::gate) != now.as_ref().map(TeamSeen::gate);
         // The server's status counts its accepted and refused teams (DESIGN §4.6): nudge its
         // actor (only its actor: `server_changed` would fan back out to every team).
-        if let (Some(server), Some(servers), Some(ctx)) =
-            (server, self.servers.get(), self.ctx.get())
+        let server = now.as_ref().or(before.as_ref()).map(|s| s.server.clone());
+        if server_affected
+            && let (Some(server), Some(servers), Some(ctx)) =
+                (server, self.servers.get(), self.ctx.get())
             && let Some(obj) = ctx
                 .stores
                 .servers
@@ -138,7 +175,7 @@ impl Routes for OperatorRoutes {
             let _ = servers.cast(SupervisorMsg::Ensure(server, ServerSpec(obj)));
         }
         // DESIGN §5: a TerdutAlertSource waiting for its team re-reconciles when it changes.
-        if let Some(ctx) = self.ctx.get() {
+        if sources_affected && let Some(ctx) = self.ctx.get() {
             for source in ctx.stores.sources.state() {
                 if source.metadata.namespace.as_deref() == Some(key.namespace.as_str())
                     && source.spec.team_ref.name == key.name
@@ -250,7 +287,7 @@ pub async fn start(
         servers: OnceLock::new(),
         sources: OnceLock::new(),
         teams: OnceLock::new(),
-        team_servers: DashMap::new(),
+        team_seen: DashMap::new(),
         ctx: OnceLock::new(),
     });
     let informers = informers::build(&client, &opts.config.watch_namespaces, routes.clone());
