@@ -51,6 +51,7 @@ fn sources(ctx: &Ctx, key: &ObjectKey) -> Api<TerdutAlertSource> {
 async fn set_finalizers(
     ctx: &Ctx,
     source: &TerdutAlertSource,
+    adding: bool,
     edit: impl Fn(&mut Vec<String>) -> bool,
 ) -> Result<(), ReconcileError> {
     let key = ObjectKey::of(source);
@@ -72,8 +73,10 @@ async fn set_finalizers(
             .await
         {
             Ok(_) => return Ok(()),
-            // Gone already: nothing holds it any more.
-            Err(kube::Error::Api(e)) if e.code == 404 => return Ok(()),
+            // Gone already: nothing holds it any more. Not when adding: the pass runs on a copy
+            // of an object deleted before it got the finalizer, and must stop before its POST
+            // makes an integration no finalizer would delete (found by `just chaos`).
+            Err(kube::Error::Api(e)) if e.code == 404 && !adding => return Ok(()),
             Err(kube::Error::Api(e)) if e.code == 409 && attempt == 0 => {
                 current = api
                     .get(&key.name)
@@ -89,7 +92,7 @@ async fn set_finalizers(
 /// Adds [`FINALIZER`] unless present. Called before any POST, so no integration can exist
 /// that the object's deletion would not clean up.
 pub async fn ensure_finalizer(ctx: &Ctx, source: &TerdutAlertSource) -> Result<(), ReconcileError> {
-    set_finalizers(ctx, source, |f| {
+    set_finalizers(ctx, source, true, |f| {
         if f.iter().any(|x| x == FINALIZER) {
             return false;
         }
@@ -104,7 +107,7 @@ pub async fn release_finalizer(
     ctx: &Ctx,
     source: &TerdutAlertSource,
 ) -> Result<(), ReconcileError> {
-    set_finalizers(ctx, source, |f| {
+    set_finalizers(ctx, source, false, |f| {
         let before = f.len();
         f.retain(|x| x != FINALIZER);
         f.len() != before

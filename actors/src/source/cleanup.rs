@@ -4,12 +4,12 @@
 //!
 //! What deletion does when the integration cannot be reached (engineering-notes: finalizer
 //! deadlocks when the server or the team is gone first):
-//! - **TerdutTeam gone, or being deleted without a way to reach the server**: released with a
-//!   Warning. The team's own finalizer deletes the team on the server, which deletes its
-//!   integrations, so nothing is orphaned.
-//! - **TerdutServer gone** (e.g. the whole namespace is being deleted): released with a Warning
-//!   naming the integration; nothing can delete it any more, and a server reusing that database
-//!   keeps the row until someone deletes it by hand.
+//! - **TerdutTeam gone** (absent from the cache and from a live read), or being deleted without
+//!   a way to reach the server: released with a Warning. The team's own finalizer deletes the
+//!   team on the server, which deletes its integrations, so nothing is orphaned.
+//! - **TerdutServer gone** (confirmed live too; e.g. the whole namespace is being deleted):
+//!   released with a Warning naming the integration; nothing can delete it any more, and a
+//!   server reusing that database keeps the row until someone deletes it by hand.
 //! - **Everything else** (the server answers 5xx, is not reachable, has no key yet, the team has
 //!   no `teamID` yet): removal stays blocked, with a Warning Event and `DeletionBlocked`, and is
 //!   retried with backoff. Removing the finalizer by hand is the documented way out.
@@ -18,10 +18,13 @@
 //! POST is repeated: it answers the existing integration by `external_id` (or creates one whose
 //! key is dropped unread) and that id is deleted, so even the crash window leaves no orphan.
 
+use std::sync::Arc;
+
 use kube::ResourceExt;
+use kube::api::Api;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
-use terdut_crds::v1alpha1::TerdutAlertSource;
+use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 use tracing::info;
 
 use super::apply::{event, release_finalizer};
@@ -50,11 +53,16 @@ pub async fn cleanup(ctx: &Ctx, source: &TerdutAlertSource) -> Result<Cleanup, R
     }
     let key = ObjectKey::of(source);
     let team_name = &source.spec.team_ref.name;
-    let Some(team) = ctx
+    let cached = ctx
         .stores
         .teams
-        .get(&ObjectRef::new(team_name).within(&key.namespace))
-    else {
+        .get(&ObjectRef::new(team_name).within(&key.namespace));
+    let Some(team) = (match cached {
+        Some(t) => Some(t),
+        None => live::<TerdutTeam>(ctx, &key.namespace, team_name)
+            .await?
+            .map(Arc::new),
+    }) else {
         return release(
             ctx,
             source,
@@ -79,6 +87,9 @@ pub async fn cleanup(ctx: &Ctx, source: &TerdutAlertSource) -> Result<Cleanup, R
         .servers
         .get(&ObjectRef::new(&server.name).within(&server.namespace))
         .is_none()
+        && live::<TerdutServer>(ctx, &server.namespace, &server.name)
+            .await?
+            .is_none()
     {
         let what = status_id.map_or_else(
             || "its integration".to_owned(),
@@ -125,6 +136,15 @@ pub async fn cleanup(ctx: &Ctx, source: &TerdutAlertSource) -> Result<Cleanup, R
     let id = match lookup_id(&secret.view, status_id) {
         Some(id) => id,
         None => {
+            // The POST may create: only for the object itself, still holding the finalizer. A
+            // pass on a stale copy after the release would make an integration that, were the
+            // operator killed before the DELETE below, no CR is left to delete.
+            let live = live::<TerdutAlertSource>(ctx, &key.namespace, &key.name).await?;
+            if !live.is_some_and(|l| {
+                l.uid() == source.uid() && l.finalizers().iter().any(|f| f == FINALIZER)
+            }) {
+                return Ok(Cleanup::Released);
+            }
             // Nothing recorded: find (or make) it by external_id; any key is dropped unread.
             let new = NewIntegration {
                 kind: integration_kind(source.spec.kind),
@@ -154,6 +174,23 @@ pub async fn cleanup(ctx: &Ctx, source: &TerdutAlertSource) -> Result<Cleanup, R
     )
     .await;
     Ok(Cleanup::Released)
+}
+
+/// The object read live. Releasing the finalizer because the team or server is gone abandons
+/// the integration on the server, so their absence from the cache is never enough: right after
+/// a restart the cache may not have listed them yet, and an integration released on that
+/// word stays on the server with no CR left to delete it (found by `just chaos`).
+async fn live<K>(ctx: &Ctx, namespace: &str, name: &str) -> Result<Option<K>, ReconcileError>
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::namespaced(ctx.kube.clone(), namespace)
+        .get_opt(name)
+        .await
+        .map_err(|e| ReconcileError::kube("get", format!("{} {namespace}/{name}", K::kind(&())), e))
 }
 
 /// Releases the finalizer without deleting anything on the server, with a Warning saying why.

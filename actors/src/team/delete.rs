@@ -21,6 +21,7 @@
 //!   after removes again, and a 409 `team_name_taken` proves none exists (a known
 //!   `external_id` is answered 200 before names are compared).
 
+use kube::ResourceExt;
 use kube::api::Api;
 use terdut_crds::v1alpha1::{TerdutServer, TerdutTeam};
 use tracing::info;
@@ -96,6 +97,9 @@ pub async fn finalize(
             return Ok(Next::Backoff);
         }
     };
+    if !still_ours(ctx, team).await? {
+        return Ok(Next::Resync);
+    }
     let known = team.status.as_ref().and_then(|s| s.team_id).or(remembered);
     let id = match ours(&client, team, known, &external_id(&key)).await {
         Ok(id) => id,
@@ -145,6 +149,21 @@ pub async fn finalize(
     }
     finalizer::apply(ctx, team, &release).await?;
     Ok(Next::Resync)
+}
+
+/// Whether the object still exists (same uid) with our finalizer, read live. The copy a pass
+/// runs on (the cache, or the supervisor's last copy once the cache dropped it) can outlive the
+/// object: a pass queued behind the one that deleted the team and released the finalizer would
+/// find the team gone (404), POST to look for it and so create a new one; were the operator
+/// killed before the DELETE right after, that team would be orphaned, with no CR left to
+/// delete it (found by `just chaos`).
+async fn still_ours(ctx: &Ctx, team: &TerdutTeam) -> Result<bool, ReconcileError> {
+    let key = ObjectKey::of(team);
+    let api: Api<TerdutTeam> = Api::namespaced(ctx.kube.clone(), &key.namespace);
+    match api.get_opt(&key.name).await {
+        Ok(live) => Ok(live.is_some_and(|l| l.uid() == team.uid() && finalizer::has(&l))),
+        Err(e) => Err(ReconcileError::kube("get", format!("TerdutTeam {key}"), e)),
+    }
 }
 
 /// The id of our team on the server, if one exists (see the module doc for the POST).

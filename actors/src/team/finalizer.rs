@@ -55,27 +55,44 @@ fn patch(team: &TerdutTeam, finalizers: Vec<String>) -> serde_json::Value {
     })
 }
 
-/// Sends a patch from [`adding`] or [`removing`]. A 404 (the object is gone) is success.
+/// Sends a patch from [`removing`] (or [`adding`], see [`add`]). A 404 (the object is gone)
+/// is success: nothing is held any more.
 pub async fn apply(
     ctx: &Ctx,
     team: &TerdutTeam,
     patch: &serde_json::Value,
 ) -> Result<(), ReconcileError> {
+    match send(ctx, team, patch).await {
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        other => other.map_err(|e| failed(team, e)),
+    }
+}
+
+/// Adds the finalizer unless present. Here a 404 is an error: the pass runs on a copy of an
+/// object deleted before it got the finalizer, and must stop before it creates a team that no
+/// finalizer would ever delete (found by `just chaos`).
+pub async fn add(ctx: &Ctx, team: &TerdutTeam) -> Result<(), ReconcileError> {
+    match adding(team) {
+        Some(patch) => send(ctx, team, &patch).await.map_err(|e| failed(team, e)),
+        None => Ok(()),
+    }
+}
+
+async fn send(ctx: &Ctx, team: &TerdutTeam, patch: &serde_json::Value) -> Result<(), kube::Error> {
     let key = ObjectKey::of(team);
     let api: Api<TerdutTeam> = Api::namespaced(ctx.kube.clone(), &key.namespace);
     ctx.metrics.kube_write("team", "finalizer");
-    match api
-        .patch(&key.name, &PatchParams::default(), &Patch::Merge(patch))
+    api.patch(&key.name, &PatchParams::default(), &Patch::Merge(patch))
         .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-        Err(e) => Err(ReconcileError::kube(
-            "patch finalizers of",
-            format!("TerdutTeam {key}"),
-            e,
-        )),
-    }
+        .map(|_| ())
+}
+
+fn failed(team: &TerdutTeam, e: kube::Error) -> ReconcileError {
+    ReconcileError::kube(
+        "patch finalizers of",
+        format!("TerdutTeam {}", ObjectKey::of(team)),
+        e,
+    )
 }
 
 #[cfg(test)]

@@ -62,9 +62,7 @@ pub async fn converge(
         Access::Granted(c) => c,
         Access::Denied(outcome) => return Ok(ended(outcome, team_id)),
     };
-    if let Some(patch) = finalizer::adding(team) {
-        finalizer::apply(ctx, team, &patch).await?;
-    }
+    finalizer::add(ctx, team).await?;
     // Anything that differs now while the last pass had converged on this very spec was
     // changed on the server behind the operator's back.
     let drift = converged(status, team.metadata.generation);
