@@ -221,6 +221,27 @@ impl Routes for OperatorRoutes {
             }
             _ => {}
         }
+        // A reflector swaps its whole list in at the end of a (re)list, not object by object:
+        // until then an actor can find its server or team missing from the cache, and a fan-out
+        // can find no dependants to nudge. Nothing else would wake those actors before their
+        // resync, so once any of these kinds has listed, nudge every team and alert source
+        // (coalesced; a pass that finds nothing to do only reads).
+        if matches!(kind, "server" | "team" | "source") {
+            if let Some(teams) = self.teams.get() {
+                for team in ctx.stores.teams.state() {
+                    let _ = teams.cast(SupervisorMsg::Ensure(
+                        ObjectKey::of(team.as_ref()),
+                        TeamSpec(team),
+                    ));
+                }
+            }
+            if let Some(sources) = self.sources.get() {
+                for source in ctx.stores.sources.state() {
+                    let key = ObjectKey::of(source.as_ref());
+                    let _ = sources.cast(SupervisorMsg::Ensure(key, SourceSpec(source)));
+                }
+            }
+        }
     }
 }
 
