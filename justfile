@@ -53,3 +53,22 @@ e2e:
 # The e2e scenario against the local control plane (what CI runs).
 e2e-local: tools
     bash e2e/e2e-local.sh
+
+# Operator SIGKILLs and stand-in restarts while 40 teams and sources converge and change, then
+# the invariants of docs/reliability.md. Args go to e2e/chaos.py (--seed N, --kills N ...).
+# Kill-anywhere chaos run, bounded (~2 min).
+chaos *ARGS: tools
+    bash e2e/chaos.sh {{ARGS}}
+
+# The long chaos run: 200 teams and sources, 15 kills per storm, 3 rounds.
+chaos-long *ARGS: tools
+    bash e2e/chaos.sh --long {{ARGS}}
+
+# The operator runs in-process against the local control plane and stand-ins with injected
+# latency; full size by default (run it on an idle machine), a small run:
+# `just bench --servers 2 --teams 50 --sources 50 --idle-secs 30 --spawn-actors 2000`.
+# Not part of `just test`: it measures, it asserts nothing (docs/performance.md).
+# Performance: cold start, steady state, memory; table on stdout, JSON in .tmp/bench/.
+bench *ARGS:
+    bash e2e/control-plane/build.sh core >&2
+    cargo run -q --release -p terdut-bench -- {{ARGS}}

@@ -1,0 +1,1 @@
+"""Parts of e2e/chaos.py (`just chaos`)."""
