@@ -3,6 +3,7 @@ pub mod api;
 pub mod clock;
 pub mod consent;
 pub mod context;
+pub mod crash_loop;
 pub mod error;
 pub mod informers;
 pub mod key;

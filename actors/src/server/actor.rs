@@ -10,10 +10,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
-use kube::{Resource, ResourceExt};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use terdut_crds::v1alpha1::TerdutServer;
 use terdut_crds::v1alpha1::conditions::DesiredCondition;
@@ -115,7 +115,9 @@ impl ChildFactory for ServerFactory {
 
     fn on_crash_loop(&self, key: &ObjectKey, last_error: &str) {
         let (ctx, key, err) = (self.ctx.clone(), key.clone(), last_error.to_owned());
-        tokio::spawn(async move { report_crash_loop(&ctx, &key, &err).await });
+        tokio::spawn(async move {
+            crate::crash_loop::report::<TerdutServer>(&ctx, "server", &key, &err).await
+        });
     }
 }
 
@@ -416,43 +418,4 @@ impl ServerActor {
             }
         }
     }
-}
-
-async fn report_crash_loop(ctx: &Ctx, key: &ObjectKey, last_error: &str) {
-    let api: Api<TerdutServer> = Api::namespaced(ctx.kube.clone(), &key.namespace);
-    let Ok(Some(server)) = api.get_opt(&key.name).await else {
-        return;
-    };
-    let message = format!(
-        "the operator stopped reconciling this TerdutServer after repeated crashes (last: {last_error}); \
-         it retries when the object changes"
-    );
-    let mut conditions = server
-        .status
-        .as_ref()
-        .map(|s| s.conditions.clone())
-        .unwrap_or_default();
-    terdut_crds::v1alpha1::conditions::set_condition(
-        &mut conditions,
-        DesiredCondition::ready(false, "CrashLooping", message.clone())
-            .at_generation(server.metadata.generation),
-        ctx.clock.k8s_now(),
-    );
-    let patch = serde_json::json!({"status": {"conditions": conditions}});
-    ctx.metrics.kube_write("server", "status");
-    if let Err(e) = api
-        .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-    {
-        warn!(server = %key, error = %e, "could not record the crash loop in status");
-    }
-    ctx.events
-        .publish(
-            &server.object_ref(&()),
-            EventType::Warning,
-            "CrashLooping",
-            "Supervise",
-            message,
-        )
-        .await;
 }

@@ -9,14 +9,13 @@
 
 use std::sync::Arc;
 
-use kube::api::{Api, Patch, PatchParams};
+use kube::ResourceExt;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
-use kube::{Resource, ResourceExt};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use terdut_crds::v1alpha1::TerdutAlertSource;
 use terdut_crds::v1alpha1::alert_source::reasons;
-use terdut_crds::v1alpha1::conditions::{DesiredCondition, READY, find, set_condition};
+use terdut_crds::v1alpha1::conditions::{READY, find};
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
@@ -90,7 +89,9 @@ impl ChildFactory for SourceFactory {
 
     fn on_crash_loop(&self, key: &ObjectKey, last_error: &str) {
         let (ctx, key, err) = (self.ctx.clone(), key.clone(), last_error.to_owned());
-        tokio::spawn(async move { report_crash_loop(&ctx, &key, &err).await });
+        tokio::spawn(async move {
+            crate::crash_loop::report::<TerdutAlertSource>(&ctx, KIND, &key, &err).await
+        });
     }
 }
 
@@ -411,43 +412,4 @@ fn failure_reason(e: &ReconcileError) -> &'static str {
         ReconcileError::Actor { .. } => reasons::WAITING_FOR_SERVER,
         ReconcileError::Kube { .. } | ReconcileError::Invalid(_) => reasons::APPLY_FAILED,
     }
-}
-
-async fn report_crash_loop(ctx: &Ctx, key: &ObjectKey, last_error: &str) {
-    let api: Api<TerdutAlertSource> = Api::namespaced(ctx.kube.clone(), &key.namespace);
-    let Ok(Some(source)) = api.get_opt(&key.name).await else {
-        return;
-    };
-    let message = format!(
-        "the operator stopped reconciling this TerdutAlertSource after repeated crashes (last: \
-         {last_error}); it retries when the object changes"
-    );
-    let mut conditions = source
-        .status
-        .as_ref()
-        .map(|s| s.conditions.clone())
-        .unwrap_or_default();
-    set_condition(
-        &mut conditions,
-        DesiredCondition::ready(false, reasons::CRASH_LOOPING, message.clone())
-            .at_generation(source.metadata.generation),
-        ctx.clock.k8s_now(),
-    );
-    let patch = serde_json::json!({"status": {"conditions": conditions}});
-    ctx.metrics.kube_write(KIND, "status");
-    if let Err(e) = api
-        .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-    {
-        warn!(source = %key, error = %e, "could not record the crash loop in status");
-    }
-    ctx.events
-        .publish(
-            &source.object_ref(&()),
-            EventType::Warning,
-            reasons::CRASH_LOOPING,
-            "Supervise",
-            message,
-        )
-        .await;
 }

@@ -20,7 +20,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use terdut_crds::v1alpha1::TerdutTeam;
-use terdut_crds::v1alpha1::conditions::{self, DesiredCondition};
+use terdut_crds::v1alpha1::conditions;
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
@@ -91,7 +91,9 @@ impl ChildFactory for TeamFactory {
 
     fn on_crash_loop(&self, key: &ObjectKey, last_error: &str) {
         let (ctx, key, err) = (self.ctx.clone(), key.clone(), last_error.to_owned());
-        tokio::spawn(async move { report_crash_loop(&ctx, &key, &err).await });
+        tokio::spawn(async move {
+            crate::crash_loop::report::<TerdutTeam>(&ctx, "team", &key, &err).await
+        });
     }
 }
 
@@ -351,38 +353,6 @@ impl TeamActor {
             )),
         }
     }
-}
-
-/// Records a crash-looping team actor in its status and as an Event.
-async fn report_crash_loop(ctx: &Ctx, key: &ObjectKey, last_error: &str) {
-    let api: Api<TerdutTeam> = Api::namespaced(ctx.kube.clone(), &key.namespace);
-    let Ok(Some(team)) = api.get_opt(&key.name).await else {
-        return;
-    };
-    let message = format!(
-        "the operator stopped reconciling this TerdutTeam after repeated crashes (last: \
-         {last_error}); it retries when the object changes"
-    );
-    let mut conds = team
-        .status
-        .as_ref()
-        .map(|s| s.conditions.clone())
-        .unwrap_or_default();
-    conditions::set_condition(
-        &mut conds,
-        DesiredCondition::ready(false, "CrashLooping", message.clone())
-            .at_generation(team.metadata.generation),
-        ctx.clock.k8s_now(),
-    );
-    let patch = serde_json::json!({"status": {"conditions": conds}});
-    ctx.metrics.kube_write("team", "status");
-    if let Err(e) = api
-        .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-    {
-        warn!(team = %key, error = %e, "could not record the crash loop in status");
-    }
-    events::warning(ctx, &team, "CrashLooping", "Supervise", message).await;
 }
 
 #[cfg(test)]
