@@ -33,12 +33,17 @@ lint: tools
     {{bin}}/helm lint chart/terdut-operator -f chart/terdut-operator/ci/all-features-values.yaml
     cargo deny check bans licenses sources
 
-# RustSec advisories (needs GitHub access; docs/adr/0003-supply-chain.md).
+# RustSec advisories, nothing ignored: fetched where github.com answers, else offline from a
+# local snapshot of the database (e2e/advisories.sh, docs/adr/0003-supply-chain.md).
 audit:
-    cargo deny check advisories
+    bash e2e/advisories.sh
+
+# CycloneDX SBOM of the operator binary (target/sbom/terdut-operator.cdx.json), checked.
+sbom:
+    python3 e2e/sbom.py
 
 # Every test, against a real kube-apiserver and the stand-in server, then the e2e scenario.
-test: tools lint
+test: tools lint audit sbom
     cargo test --workspace --no-fail-fast
     bash e2e/e2e-local.sh
 

@@ -15,8 +15,9 @@ if ! command -v openssl >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq openssl
 fi
 if ! command -v cargo-deny >/dev/null 2>&1; then
-  echo "[bootstrap] installing cargo-deny (cargo install, ~6 minutes once)" >&2
-  cargo install cargo-deny --locked --quiet
+  # Pinned: e2e/advisories.sh relies on where this version keeps its advisory database.
+  echo "[bootstrap] installing cargo-deny 0.20.2 (cargo install, ~6 minutes once)" >&2
+  cargo install cargo-deny --version 0.20.2 --locked --quiet
 fi
 for tool in cargo go; do
   command -v "$tool" >/dev/null 2>&1 || { echo "[bootstrap] $tool is required" >&2; exit 1; }
