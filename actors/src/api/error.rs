@@ -133,13 +133,18 @@ impl ApiError {
 
     /// Classifies a non-2xx response by its status and `{"error", "message"}` body
     /// (terdut-api.md). A body that is not the contract's shape still classifies by status.
+    ///
+    /// Text taken from the body (message, code, username) is [`scrubbed`](scrub) of anything
+    /// shaped like a key or a webhook URL's token before it is kept: the error ends up in logs,
+    /// statuses and Events.
     pub fn from_response(status: u16, body: &[u8]) -> Self {
         let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
-        let code = parsed.as_ref().map(|b| b.error.as_str()).unwrap_or("");
+        let code = parsed.as_ref().map(|b| scrub(&b.error)).unwrap_or_default();
+        let code = code.as_str();
         let message = || {
             parsed
                 .as_ref()
-                .map(|b| b.message.clone())
+                .map(|b| scrub(&b.message))
                 .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| format!("HTTP {status}"))
         };
@@ -157,7 +162,10 @@ impl ApiError {
                 _ => unexpected(),
             },
             422 if code == codes::UNKNOWN_USER => Self::UnknownUser {
-                username: parsed.and_then(|b| b.username).unwrap_or_default(),
+                username: parsed
+                    .and_then(|b| b.username)
+                    .map(|u| truncate(&scrub(&u), 256))
+                    .unwrap_or_default(),
             },
             400 | 422 => Self::Invalid {
                 message: truncate(&message(), 512),
@@ -195,6 +203,47 @@ fn root_cause(err: &(dyn StdError + 'static)) -> String {
         cur = next;
     }
     truncate(&cur.to_string(), 256)
+}
+
+/// The key prefixes of terdut-server (operator key, integration key) and the path segment
+/// before a webhook URL's token (terdut-api.md).
+const SECRET_MARKERS: [&str; 3] = ["tdsa_", "tdik_", "/ingest/"];
+
+/// `text` with every key-shaped token (`tdsa_…`, `tdik_…`) and the rest of every webhook URL
+/// path (`…/ingest/<kind>/<token>`) replaced by `<redacted>`: a server (or a proxy in front of
+/// it) echoing a request or a key in its error text must not put it in a log line or a status.
+pub(crate) fn scrub(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    // One pass: `copied` is where the text not yet copied to `out` starts.
+    let mut copied = 0;
+    let mut i = 0;
+    let bytes = text.as_bytes();
+    while i < bytes.len() {
+        let Some(marker) = SECRET_MARKERS
+            .iter()
+            .find(|m| bytes[i..].starts_with(m.as_bytes()))
+        else {
+            i += 1;
+            continue;
+        };
+        let start = i + marker.len();
+        let after = &text[start..];
+        let len = if *marker == "/ingest/" {
+            after
+                .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>'))
+                .unwrap_or(after.len())
+        } else {
+            after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+                .unwrap_or(after.len())
+        };
+        out.push_str(&text[copied..start]);
+        out.push_str(super::secret::REDACTED);
+        i = start + len;
+        copied = i;
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 fn truncate(s: &str, max: usize) -> String {
@@ -296,6 +345,34 @@ mod tests {
             assert!(!e.is_retryable(), "{e:?}");
             assert!(ApiError::CATEGORIES.contains(&e.category()));
         }
+    }
+
+    #[test]
+    fn server_text_is_scrubbed_of_keys_and_webhook_tokens() {
+        let key = format!("tdik_{}", "ab".repeat(24));
+        let op = format!("tdsa_{}", "cd".repeat(24));
+        let url = "https://t.example/api/v1/ingest/generic/s3cr3ttok3n";
+        let body = format!(r#"{{"error":"invalid","message":"bad {key} and {op} at {url} ok"}}"#);
+        let e = classify(422, &body);
+        let shown = format!("{e} {e:?}");
+        for s in [key.as_str(), &key[5..], &op[5..], "s3cr3ttok3n"] {
+            assert!(!shown.contains(s), "{shown}");
+        }
+        assert!(
+            shown.contains("bad tdik_<redacted> and tdsa_<redacted> at"),
+            "{shown}"
+        );
+        assert!(shown.contains("/api/v1/ingest/<redacted> ok"), "{shown}");
+        let e = classify(503, &format!(r#"{{"error":"x","message":"{key}"}}"#));
+        assert!(!format!("{e}").contains(&key[5..]));
+        let e = classify(409, &format!(r#"{{"error":"{key}"}}"#));
+        assert!(!format!("{e:?}").contains(&key[5..]));
+        let e = classify(
+            422,
+            &format!(r#"{{"error":"unknown_user","message":"","username":"{key}"}}"#),
+        );
+        assert!(!format!("{e:?}").contains(&key[5..]));
+        assert_eq!(scrub("plain text, tdik"), "plain text, tdik");
     }
 
     #[test]
