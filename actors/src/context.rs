@@ -2,7 +2,7 @@
 //! metrics, the clock and the operator's configuration, plus the registry through which team
 //! and alert-source actors find their server's actor.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -15,7 +15,7 @@ use kube::runtime::reflector::Store;
 use ractor::ActorRef;
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 
-use crate::api::ApiMetrics;
+use crate::api::{ApiMetrics, TerdutClient};
 use crate::clock::Clock;
 use crate::key::ObjectKey;
 use crate::runtime::events::EventPublisher;
@@ -109,6 +109,49 @@ pub struct Inner {
     pub config: OperatorConfig,
     /// The running server actors, so children can ask theirs for credentials and consent.
     pub servers: DashMap<ObjectKey, ActorRef<ServerMsg>>,
+    /// The API client each server actor last built, published by the actor itself so its
+    /// children read it without queueing behind the actor's passes (issue 8).
+    pub clients: DashMap<ObjectKey, Arc<TerdutClient>>,
+    /// Called by a server actor when the client it publishes changed (the wiring nudges that
+    /// server's teams and alert sources); unset: nobody is told.
+    pub on_credentials: OnceLock<CredentialsHook>,
+    /// The resourceVersions the operator's own writes produced (see [`OwnWrites`]).
+    pub own_writes: OwnWrites,
+}
+
+/// See `Inner::on_credentials`.
+pub type CredentialsHook = Box<dyn Fn(&ObjectKey) + Send + Sync>;
+
+/// The resourceVersion each object's latest own write (status, finalizer) produced, by kind.
+/// The watch event of that write is no reason for another pass of the object: the pass that
+/// wrote it already ran on everything else (issue 8, "reconciles per object").
+#[derive(Debug, Default)]
+pub struct OwnWrites(DashMap<(&'static str, ObjectKey), String>);
+
+impl OwnWrites {
+    /// Records that the operator's write of `kind` `key` produced `resource_version`.
+    pub fn record(&self, kind: &'static str, key: &ObjectKey, resource_version: Option<String>) {
+        match resource_version {
+            Some(rv) => {
+                self.0.insert((kind, key.clone()), rv);
+            }
+            None => {
+                self.0.remove(&(kind, key.clone()));
+            }
+        }
+    }
+
+    /// Whether `resource_version` of `kind` `key` is the result of the operator's own write.
+    pub fn is_own(&self, kind: &'static str, key: &ObjectKey, resource_version: &str) -> bool {
+        self.0
+            .get(&(kind, key.clone()))
+            .is_some_and(|rv| rv.as_str() == resource_version)
+    }
+
+    /// The object is gone.
+    pub fn forget(&self, kind: &'static str, key: &ObjectKey) {
+        self.0.remove(&(kind, key.clone()));
+    }
 }
 
 impl std::fmt::Debug for Inner {

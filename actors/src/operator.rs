@@ -8,12 +8,12 @@
 //!
 //! Everything is built before any watch starts, so no event can arrive before its route.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use dashmap::DashMap;
-use kube::Client;
 use kube::runtime::reflector::ObjectRef;
+use kube::{Client, ResourceExt};
 use prometheus_client::registry::Registry;
 use ractor::{Actor, ActorRef};
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
@@ -45,6 +45,19 @@ pub struct StartOptions {
     pub clock: Arc<dyn Clock>,
     /// `reportingInstance` of Events (the pod name in cluster).
     pub instance: String,
+}
+
+/// What reconciles TerdutTeams and TerdutAlertSources. TerdutServers are always reconciled by
+/// their actors, which also answer the children's credentials and consent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ChildRuntime {
+    /// One actor per object under a keyed supervisor (the operator).
+    #[default]
+    Actors,
+    /// Something else drives `team::reconcile::TeamReconciler` and
+    /// `source::reconcile::SourceReconciler` (the bench's kube-runtime `Controller` baselines):
+    /// the team and source supervisors are started but get no object.
+    External,
 }
 
 /// A running operator. Dropping it does not stop it; call [`RunningOperator::stop`].
@@ -81,13 +94,15 @@ impl RunningOperator {
     }
 }
 
-/// The parts of a TerdutTeam its server and its alert sources depend on.
+/// The parts of a TerdutTeam its server and its alert sources depend on, and the version they
+/// were last seen at.
 #[derive(Clone, Debug, PartialEq)]
 struct TeamSeen {
     server: ObjectKey,
     ready: bool,
     team_id: Option<i64>,
     deleting: bool,
+    resource_version: Option<String>,
 }
 
 impl TeamSeen {
@@ -99,6 +114,7 @@ impl TeamSeen {
                 .is_some_and(|s| terdut_crds::v1alpha1::conditions::is_ready(&s.conditions)),
             team_id: status.and_then(|s| s.team_id),
             deleting: team.metadata.deletion_timestamp.is_some(),
+            resource_version: team.resource_version(),
         }
     }
 
@@ -115,7 +131,48 @@ struct OperatorRoutes {
     /// What the dependants of each team last saw of it (see `team_changed`); also how a
     /// deleted team, whose object the route does not get, still nudges its server.
     team_seen: DashMap<ObjectKey, TeamSeen>,
+    /// What the teams of each TerdutServer last saw of it (see `server_changed`).
+    server_seen: DashMap<ObjectKey, ServerSeen>,
+    /// The resourceVersion each alert source was last seen at.
+    source_seen: DashMap<ObjectKey, Option<String>>,
     ctx: OnceLock<Ctx>,
+}
+
+/// The parts of a TerdutServer its teams read: it exists (with this uid), its spec (consent,
+/// port: the generation), whether it is being deleted. Its credentials reach the teams through
+/// `Ctx::on_credentials` instead.
+#[derive(Clone, Debug, PartialEq)]
+struct ServerSeen {
+    uid: Option<String>,
+    generation: Option<i64>,
+    deleting: bool,
+}
+
+impl ServerSeen {
+    fn of(server: &TerdutServer) -> Self {
+        Self {
+            uid: server.metadata.uid.clone(),
+            generation: server.metadata.generation,
+            deleting: server.metadata.deletion_timestamp.is_some(),
+        }
+    }
+}
+
+/// Whether a watch event of `kind` `key` at `now` is only the operator's own write landing: a
+/// new version (not the one `before`, which a dependency's re-nudge carries again) that one of
+/// its own status or finalizer writes produced. That pass already ran on everything else, so
+/// the object needs no new pass for it; a write by anyone else still nudges (issue 8).
+fn own_write(
+    ctx: Option<&Ctx>,
+    kind: &'static str,
+    key: &ObjectKey,
+    before: Option<&str>,
+    now: Option<&str>,
+) -> bool {
+    match (ctx, now) {
+        (Some(ctx), Some(now)) => before != Some(now) && ctx.own_writes.is_own(kind, key, now),
+        _ => false,
+    }
 }
 
 impl Routes for OperatorRoutes {
@@ -123,17 +180,29 @@ impl Routes for OperatorRoutes {
         let (Some(servers), Some(ctx)) = (self.servers.get(), self.ctx.get()) else {
             return;
         };
+        let now = obj.as_deref().map(ServerSeen::of);
+        if obj.is_none() {
+            // Gone: its client is withdrawn now, not when its actor gets to stop (the actor's
+            // own answer used to fail from that moment on, and deletions rely on it).
+            ctx.clients.remove(&key);
+        }
         let msg = match obj {
             Some(o) => SupervisorMsg::Ensure(key.clone(), ServerSpec(o)),
             None => SupervisorMsg::Remove(key.clone()),
         };
         let _ = servers.cast(msg);
-        // DESIGN §5: a TerdutTeam re-reconciles when its TerdutServer changes.
-        for team in ctx.stores.teams.state() {
-            if team_server_key(&team) == key {
-                self.team_changed(ObjectKey::of(team.as_ref()), Some(team));
-            }
+        // DESIGN §5: a TerdutTeam re-reconciles when its TerdutServer changes, in what a team
+        // reads of it. Most server events are its own status writes and its Deployment's status
+        // (kube-controller-manager); re-running every team on each of them multiplied the
+        // passes (docs/performance.md).
+        let before = match &now {
+            Some(seen) => self.server_seen.insert(key.clone(), seen.clone()),
+            None => self.server_seen.remove(&key).map(|(_, seen)| seen),
+        };
+        if before.is_some() && before == now {
+            return;
         }
+        self.nudge_teams_of(ctx, &key);
     }
 
     fn team_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>) {
@@ -143,7 +212,21 @@ impl Routes for OperatorRoutes {
             Some(seen) => self.team_seen.insert(key.clone(), seen.clone()),
             None => self.team_seen.remove(&key).map(|(_, seen)| seen),
         };
-        if let Some(teams) = self.teams.get() {
+        let own = own_write(
+            self.ctx.get(),
+            "team",
+            &key,
+            before.as_ref().and_then(|b| b.resource_version.as_deref()),
+            now.as_ref().and_then(|n| n.resource_version.as_deref()),
+        );
+        if obj.is_none()
+            && let Some(ctx) = self.ctx.get()
+        {
+            ctx.own_writes.forget("team", &key);
+        }
+        if let Some(teams) = self.teams.get()
+            && !own
+        {
             let msg = match obj {
                 Some(o) => SupervisorMsg::Ensure(key.clone(), TeamSpec(o)),
                 None => SupervisorMsg::Remove(key.clone()),
@@ -187,9 +270,29 @@ impl Routes for OperatorRoutes {
     }
 
     fn source_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutAlertSource>>) {
+        let now = obj.as_deref().and_then(|s| s.resource_version());
+        let before = match &obj {
+            Some(_) => self.source_seen.insert(key.clone(), now.clone()),
+            None => {
+                if let Some(ctx) = self.ctx.get() {
+                    ctx.own_writes.forget("source", &key);
+                }
+                self.source_seen.remove(&key).map(|(_, rv)| rv)
+            }
+        };
+        let own = own_write(
+            self.ctx.get(),
+            "source",
+            &key,
+            before.flatten().as_deref(),
+            now.as_deref(),
+        );
         let Some(sources) = self.sources.get() else {
             return;
         };
+        if own {
+            return;
+        }
         let msg = match obj {
             Some(o) => SupervisorMsg::Ensure(key, SourceSpec(o)),
             None => SupervisorMsg::Remove(key),
@@ -240,6 +343,45 @@ impl Routes for OperatorRoutes {
                     let key = ObjectKey::of(source.as_ref());
                     let _ = sources.cast(SupervisorMsg::Ensure(key, SourceSpec(source)));
                 }
+            }
+        }
+    }
+}
+
+impl OperatorRoutes {
+    /// Nudges every team of TerdutServer `server` (only the team: its own object did not
+    /// change, so its server and alert sources need no fan-out).
+    fn nudge_teams_of(&self, ctx: &Ctx, server: &ObjectKey) {
+        let Some(teams) = self.teams.get() else {
+            return;
+        };
+        for team in ctx.stores.teams.state() {
+            if team_server_key(&team) == *server {
+                let key = ObjectKey::of(team.as_ref());
+                let _ = teams.cast(SupervisorMsg::Ensure(key, TeamSpec(team)));
+            }
+        }
+    }
+
+    /// The server's actor published a new client (or lost it): its teams and their alert
+    /// sources look again now instead of after their backoff.
+    fn credentials_changed(&self, server: &ObjectKey) {
+        let Some(ctx) = self.ctx.get() else {
+            return;
+        };
+        self.nudge_teams_of(ctx, server);
+        let Some(sources) = self.sources.get() else {
+            return;
+        };
+        for source in ctx.stores.sources.state() {
+            let ns = source.metadata.namespace.clone().unwrap_or_default();
+            let team = ctx
+                .stores
+                .teams
+                .get(&ObjectRef::new(&source.spec.team_ref.name).within(&ns));
+            if team.is_some_and(|t| team_server_key(&t) == *server) {
+                let key = ObjectKey::of(source.as_ref());
+                let _ = sources.cast(SupervisorMsg::Ensure(key, SourceSpec(source)));
             }
         }
     }
@@ -296,6 +438,16 @@ pub async fn start(
     metrics: Metrics,
     opts: StartOptions,
 ) -> anyhow::Result<RunningOperator> {
+    start_with(client, metrics, opts, ChildRuntime::Actors).await
+}
+
+/// [`start`], with TerdutTeams and TerdutAlertSources reconciled by `children`.
+pub async fn start_with(
+    client: Client,
+    metrics: Metrics,
+    opts: StartOptions,
+    children: ChildRuntime,
+) -> anyhow::Result<RunningOperator> {
     let Metrics {
         operator: metrics,
         api: api_metrics,
@@ -309,6 +461,8 @@ pub async fn start(
         sources: OnceLock::new(),
         teams: OnceLock::new(),
         team_seen: DashMap::new(),
+        server_seen: DashMap::new(),
+        source_seen: DashMap::new(),
         ctx: OnceLock::new(),
     });
     let informers = informers::build(&client, &opts.config.watch_namespaces, routes.clone());
@@ -321,7 +475,17 @@ pub async fn start(
         clock: opts.clock.clone(),
         config: opts.config.clone(),
         servers: Default::default(),
+        clients: Default::default(),
+        on_credentials: OnceLock::new(),
+        own_writes: Default::default(),
     });
+    // Weak: the context must not keep the routes (and through them itself) alive.
+    let weak: Weak<OperatorRoutes> = Arc::downgrade(&routes);
+    let _ = ctx.on_credentials.set(Box::new(move |server: &ObjectKey| {
+        if let Some(routes) = weak.upgrade() {
+            routes.credentials_changed(server);
+        }
+    }));
 
     let sup_config = |seed: u64| SupervisorConfig {
         policy: opts.restart_policy.clone(),
@@ -358,8 +522,10 @@ pub async fn start(
     .await?;
 
     let _ = routes.servers.set(servers.clone());
-    let _ = routes.teams.set(teams.clone());
-    let _ = routes.sources.set(sources.clone());
+    if children == ChildRuntime::Actors {
+        let _ = routes.teams.set(teams.clone());
+        let _ = routes.sources.set(sources.clone());
+    }
     let _ = routes.ctx.set(ctx.clone());
     let tasks = informers.tasks.into_iter().map(tokio::spawn).collect();
     info!("operator started");

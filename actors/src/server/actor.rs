@@ -64,6 +64,45 @@ impl std::fmt::Debug for ServerMsg {
     }
 }
 
+/// Whether TerdutServer `key` accepts a team in `team_namespace` (DESIGN §4.6): from the
+/// caches alone, so a child can ask without waiting for the server actor's pass; the actor's
+/// `Consent` message answers the same.
+pub fn consent(ctx: &Ctx, key: &ObjectKey, team_namespace: &str) -> Consent {
+    let Some(server) = ctx
+        .stores
+        .servers
+        .get(&ObjectRef::new(&key.name).within(&key.namespace))
+    else {
+        return Consent::Refused(format!("TerdutServer {key} does not exist"));
+    };
+    let labels = ctx
+        .stores
+        .namespaces
+        .get(&ObjectRef::new(team_namespace))
+        .map(|n| n.metadata.labels.clone().unwrap_or_default());
+    decide(
+        &key.namespace,
+        &key.name,
+        &server.spec.allowed_teams,
+        team_namespace,
+        labels.as_ref(),
+    )
+}
+
+/// The credentials of TerdutServer `key` as its running actor published them (see
+/// `Ctx::clients`); `None` when no actor of it is running (none registered, or it stopped or
+/// panicked and is being restarted).
+pub fn published_credentials(ctx: &Ctx, key: &ObjectKey) -> Option<Credentials> {
+    let actor = ctx.servers.get(key).map(|r| r.clone())?;
+    if !matches!(actor.get_status(), ractor::ActorStatus::Running) {
+        return None;
+    }
+    Some(match ctx.clients.get(key) {
+        Some(c) => Credentials::Ready(c.clone()),
+        None => Credentials::NotReady(format!("TerdutServer {key} has no operator key yet")),
+    })
+}
+
 /// What a child gets when it asks for credentials.
 #[derive(Clone, Debug)]
 pub enum Credentials {
@@ -159,6 +198,8 @@ impl Actor for ServerActor {
         child: ChildContext<ServerSpec>,
     ) -> Result<ServerState, ActorProcessingErr> {
         self.ctx.servers.insert(child.key().clone(), myself);
+        // A new incarnation hands out no client until its first pass built one.
+        self.ctx.clients.remove(child.key());
         Ok(ServerState {
             child,
             client: None,
@@ -176,9 +217,14 @@ impl Actor for ServerActor {
         if let Some(t) = state.timer.take() {
             t.abort();
         }
-        self.ctx
+        if self
+            .ctx
             .servers
-            .remove_if(state.child.key(), |_, r| r.get_id() == myself.get_id());
+            .remove_if(state.child.key(), |_, r| r.get_id() == myself.get_id())
+            .is_some()
+        {
+            self.ctx.clients.remove(state.child.key());
+        }
         Ok(())
     }
 
@@ -207,7 +253,7 @@ impl Actor for ServerActor {
                 Ok(())
             }
             ServerMsg::Consent { namespace, reply } => {
-                let _ = reply.send(self.consent(state.child.key(), &namespace));
+                let _ = reply.send(consent(&self.ctx, state.child.key(), &namespace));
                 Ok(())
             }
         }
@@ -223,30 +269,6 @@ impl ServerActor {
             .servers
             .get(&ObjectRef::new(&key.name).within(&key.namespace))
             .unwrap_or_else(|| child.spec().0)
-    }
-
-    fn consent(&self, key: &ObjectKey, team_namespace: &str) -> Consent {
-        let Some(server) = self
-            .ctx
-            .stores
-            .servers
-            .get(&ObjectRef::new(&key.name).within(&key.namespace))
-        else {
-            return Consent::Refused(format!("TerdutServer {key} does not exist"));
-        };
-        let labels = self
-            .ctx
-            .stores
-            .namespaces
-            .get(&ObjectRef::new(team_namespace))
-            .map(|n| n.metadata.labels.clone().unwrap_or_default());
-        decide(
-            &key.namespace,
-            &key.name,
-            &server.spec.allowed_teams,
-            team_namespace,
-            labels.as_ref(),
-        )
     }
 
     async fn reconcile(
@@ -391,7 +413,7 @@ impl ServerActor {
             .and_then(|b| String::from_utf8(b.0.clone()).ok())
             .and_then(|t| OperatorKeyValue::parse(&t).ok());
         let Some(token) = token else {
-            state.client = None;
+            self.publish(key, &mut state.client, None);
             return;
         };
         let url = self.ctx.config.server_url(
@@ -411,11 +433,35 @@ impl ServerActor {
             .request_timeout(self.ctx.config.api_timeout)
             .metrics(self.ctx.api_metrics.clone());
         match TerdutClient::new(config) {
-            Ok(c) => state.client = Some((fingerprint, Arc::new(c))),
+            Ok(c) => self.publish(key, &mut state.client, Some((fingerprint, Arc::new(c)))),
             Err(e) => {
                 warn!(server = %key, error = %e, "could not build the terdut-server client");
-                state.client = None;
+                self.publish(key, &mut state.client, None);
             }
+        }
+    }
+
+    /// Keeps `client` and publishes it to the children (`Ctx::clients`); when it changed,
+    /// tells the wiring, which nudges the server's teams and alert sources (they would
+    /// otherwise wait for their backoff to see it).
+    fn publish(
+        &self,
+        key: &ObjectKey,
+        slot: &mut Option<(String, Arc<TerdutClient>)>,
+        client: Option<(String, Arc<TerdutClient>)>,
+    ) {
+        let changed = slot.as_ref().map(|(f, _)| f) != client.as_ref().map(|(f, _)| f);
+        match &client {
+            Some((_, c)) => {
+                self.ctx.clients.insert(key.clone(), c.clone());
+            }
+            None => {
+                self.ctx.clients.remove(key);
+            }
+        }
+        *slot = client;
+        if changed && let Some(nudge) = self.ctx.on_credentials.get() {
+            nudge(key);
         }
     }
 }

@@ -72,7 +72,11 @@ async fn set_finalizers(
             .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => return Ok(()),
+            Ok(written) => {
+                ctx.own_writes
+                    .record(KIND, &key, written.resource_version());
+                return Ok(());
+            }
             // Gone already: nothing holds it any more. Not when adding: the pass runs on a copy
             // of an object deleted before it got the finalizer, and must stop before its POST
             // makes an integration no finalizer would delete (found by `just chaos`).
@@ -204,11 +208,14 @@ pub async fn patch_status(
     patch: &serde_json::Value,
 ) -> Result<(), ReconcileError> {
     ctx.metrics.kube_write(KIND, "status");
-    sources(ctx, key)
+    let written = sources(ctx, key)
         .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(patch))
         .await
-        .map(|_| ())
-        .map_err(|e| ReconcileError::kube("patch status of", format!("TerdutAlertSource {key}"), e))
+        .map_err(|e| {
+            ReconcileError::kube("patch status of", format!("TerdutAlertSource {key}"), e)
+        })?;
+    ctx.own_writes.record(KIND, key, written.resource_version());
+    Ok(())
 }
 
 /// Who set the rotate annotation: the field manager that owns it in `managedFields` (the

@@ -8,7 +8,8 @@
 //!   the team"); [`observe`]: the Secret and the integration.
 //! - [`execute`]: carries out a decision against the server; [`apply`]: every Kubernetes write.
 //! - [`cleanup`]: the finalizer; [`hooks`]: the crash-window test hook.
-//! - [`actor`]: the actor, its factory and its timers.
+//! - [`reconcile`]: one pass, its status write and Events, the next delay (runtime-independent).
+//! - [`actor`]: the actor, its factory and its timers; a thin shell over [`reconcile`].
 
 pub mod actor;
 pub mod apply;
@@ -18,6 +19,7 @@ pub mod hooks;
 pub mod names;
 pub mod observe;
 pub mod plan;
+pub mod reconcile;
 pub mod resolve;
 pub mod secret;
 pub mod status;

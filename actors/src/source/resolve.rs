@@ -1,13 +1,12 @@
 //! Children resolve through the team (DESIGN §5): a TerdutAlertSource finds its TerdutTeam in
-//! its own namespace, requires it Ready with a `teamID`, and asks the actor of the team's
-//! TerdutServer for an API client. The team's actor checks cross-namespace consent, so a Ready
-//! team is a permitted one.
+//! its own namespace, requires it Ready with a `teamID`, and takes the API client the actor of
+//! the team's TerdutServer published. The team's pass checks cross-namespace consent, so a
+//! Ready team is a permitted one.
 
 use std::sync::Arc;
 
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
-use ractor::rpc::CallResult;
 use terdut_crds::v1alpha1::conditions::{READY, find, is_ready};
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutTeam};
 
@@ -15,7 +14,7 @@ use crate::api::{Id, TerdutClient};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
-use crate::server::actor::{Credentials, ServerMsg};
+use crate::server::actor::{Credentials, published_credentials};
 use crate::server::observe::team_server_key;
 
 /// The team as far as its sources are concerned.
@@ -71,10 +70,10 @@ pub enum ServerAccess {
     NotReady(String),
 }
 
-/// Asks the actor of TerdutServer `server` for its API client, with the configured timeout
-/// (never without one: a busy server actor must not stall this actor forever).
+/// The API client of TerdutServer `server`, as its running actor published it (the answer its
+/// `Credentials` message gives, without queueing behind its passes, issue 8).
 pub async fn credentials(ctx: &Ctx, server: &ObjectKey) -> Result<ServerAccess, ReconcileError> {
-    let Some(actor) = ctx.servers.get(server).map(|r| r.value().clone()) else {
+    if !ctx.servers.contains_key(server) {
         let exists = ctx
             .stores
             .servers
@@ -86,17 +85,13 @@ pub async fn credentials(ctx: &Ctx, server: &ObjectKey) -> Result<ServerAccess, 
             format!("TerdutServer {server} does not exist")
         };
         return Ok(ServerAccess::NotReady(why));
-    };
-    let timeout = ctx.config.call_timeout;
-    let actor_error = |reason: String| ReconcileError::Actor {
-        what: format!("TerdutServer {server} for credentials"),
-        reason,
-    };
-    match actor.call(ServerMsg::Credentials, Some(timeout)).await {
-        Ok(CallResult::Success(Credentials::Ready(client))) => Ok(ServerAccess::Ready(client)),
-        Ok(CallResult::Success(Credentials::NotReady(why))) => Ok(ServerAccess::NotReady(why)),
-        Ok(CallResult::Timeout) => Err(actor_error(format!("no answer within {timeout:?}"))),
-        Ok(CallResult::SenderError) => Err(actor_error("it dropped the request".into())),
-        Err(_) => Err(actor_error("it is not running".into())),
+    }
+    match published_credentials(ctx, server) {
+        Some(Credentials::Ready(client)) => Ok(ServerAccess::Ready(client)),
+        Some(Credentials::NotReady(why)) => Ok(ServerAccess::NotReady(why)),
+        None => Err(ReconcileError::Actor {
+            what: format!("TerdutServer {server} for credentials"),
+            reason: "it is not running".into(),
+        }),
     }
 }

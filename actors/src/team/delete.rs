@@ -27,10 +27,10 @@ use terdut_crds::v1alpha1::{TerdutServer, TerdutTeam};
 use tracing::info;
 
 use super::access::{Access, access, server_cached};
-use super::actor::Next;
 use super::events;
 use super::finalizer;
 use super::plan::external_id;
+use super::reconcile::Next;
 use super::status::{Outcome, StatusInputs, desired_status};
 use crate::api::{ApiError, Deletion, Id, TerdutClient};
 use crate::context::Ctx;

@@ -82,9 +82,12 @@ async fn send(ctx: &Ctx, team: &TerdutTeam, patch: &serde_json::Value) -> Result
     let key = ObjectKey::of(team);
     let api: Api<TerdutTeam> = Api::namespaced(ctx.kube.clone(), &key.namespace);
     ctx.metrics.kube_write("team", "finalizer");
-    api.patch(&key.name, &PatchParams::default(), &Patch::Merge(patch))
-        .await
-        .map(|_| ())
+    let written = api
+        .patch(&key.name, &PatchParams::default(), &Patch::Merge(patch))
+        .await?;
+    ctx.own_writes
+        .record("team", &key, written.resource_version());
+    Ok(())
 }
 
 fn failed(team: &TerdutTeam, e: kube::Error) -> ReconcileError {

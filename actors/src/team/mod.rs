@@ -9,7 +9,8 @@
 //! - [`apply`]: executes calls; what a failure means; the Event of each call.
 //! - [`pass`]: one convergence pass; [`delete`]: one deletion pass.
 //! - [`events`]: Normal/Warning Events, a Warning once per failure streak.
-//! - [`actor`]: messages, scheduling, status writes.
+//! - [`reconcile`]: one pass, its status write and Events, the next delay (runtime-independent).
+//! - [`actor`]: messages and the timer; a thin shell over [`reconcile`].
 
 pub mod access;
 pub mod actor;
@@ -20,4 +21,5 @@ pub mod finalizer;
 pub mod observe;
 pub mod pass;
 pub mod plan;
+pub mod reconcile;
 pub mod status;

@@ -13,6 +13,7 @@
 //! does not assert: a run that does not converge reports how far it got. See
 //! docs/performance.md for what the numbers include and what they do not.
 
+mod controllers;
 mod fixtures;
 mod rss;
 mod scrape;
@@ -32,7 +33,7 @@ use serde_json::{Value, json};
 use terdut_actors::clock::SystemClock;
 use terdut_actors::context::OperatorConfig;
 use terdut_actors::key::ObjectKey;
-use terdut_actors::operator::{self, Metrics, RunningOperator, StartOptions};
+use terdut_actors::operator::{self, ChildRuntime, Metrics, RunningOperator, StartOptions};
 use terdut_actors::server::actor::ServerMsg;
 use terdut_actors::source::actor::SourceMsg;
 use terdut_actors::supervisor::{RestartPolicy, SupervisorMsg, snapshot};
@@ -79,6 +80,12 @@ struct Args {
     /// Give up waiting for convergence after this long (the results then say so).
     #[arg(long, default_value_t = 1800)]
     timeout_secs: u64,
+    /// Skip baselines (b) and (c) (kube-runtime Controllers for teams and sources).
+    #[arg(long)]
+    skip_baselines: bool,
+    /// Skip the relist measurement (an operator restart: every informer lists again).
+    #[arg(long)]
+    skip_relist: bool,
     /// Where the raw results go.
     #[arg(long, default_value = ".tmp/bench/results.json")]
     out: PathBuf,
@@ -109,22 +116,7 @@ async fn main() -> anyhow::Result<()> {
     // TLS setup are in it, so the difference after convergence is the operator's (plus the
     // stand-ins' state, see docs/performance.md).
     let rss_baseline = Rss::now().unwrap_or_default();
-    let mut registry = Registry::default();
-    let metrics = Metrics::register(&mut registry);
-    let registry = Arc::new(registry);
-    let op_client = cp.client().await?;
-    let opts = StartOptions {
-        config: OperatorConfig {
-            resync: Duration::from_secs(args.resync_secs),
-            server_url_template: "http://127.0.0.1:{port}".into(),
-            ..OperatorConfig::default()
-        },
-        restart_policy: RestartPolicy::default(),
-        clock: Arc::new(SystemClock),
-        instance: "bench".into(),
-    };
-    let mut running = operator::start(op_client, metrics, opts).await?;
-    running.wait_synced().await;
+    let (running, registry) = start_operator(cp, &args, &ns, ChildRuntime::Actors).await?;
 
     let mut results = json!({
         "args": args,
@@ -132,23 +124,9 @@ async fn main() -> anyhow::Result<()> {
         "namespace": ns,
     });
 
-    say(&format!(
-        "{} servers with stand-ins ({} ms per call)",
-        args.servers, args.latency_ms
-    ));
     let t_servers = Instant::now();
-    let mut standins = Vec::new();
-    for i in 0..args.servers {
-        let name = fixtures::server_name(i);
-        let port = fixtures::free_port()?;
-        standins
-            .push(fixtures::server_with_standin(&client, &ns, &name, port, args.latency_ms).await?);
-        fixtures::wait_credentials(&running.ctx, &ObjectKey::new(&ns, &name)).await?;
-    }
+    let standins = servers(&args, &client, &ns, &running, &registry).await?;
     results["servers"] = json!({"count": args.servers, "all_keyed_ms": ms(t_servers.elapsed())});
-    // The new Deployments' status updates (kube-controller-manager) nudge the server actors
-    // and their teams for a while; the cold start begins once that has died down.
-    wait_quiet(&registry, Duration::from_secs(3), Duration::from_secs(60)).await;
 
     let cold = cold_start(&args, &client, &ns, &registry, &standins).await?;
     results["cold_start"] = cold;
@@ -166,13 +144,48 @@ async fn main() -> anyhow::Result<()> {
     say(&format!("idle window of {} s", args.idle_secs));
     results["idle"] = idle(&args, &registry, &standins).await?;
 
+    let running = if args.skip_relist {
+        running
+    } else {
+        say("relist: restarting the operator (every informer lists again)");
+        let (v, r) = relist(cp, &args, &ns, running).await?;
+        results["relist"] = v;
+        r
+    };
+    running.stop().await;
+    for s in standins {
+        s.shutdown().await;
+    }
+
+    results["baselines"] = if args.skip_baselines {
+        json!("skipped")
+    } else {
+        let mut out = serde_json::Map::new();
+        for (label, concurrency) in [("b_controller", 0u16), ("c_concurrency_1", 1)] {
+            say(&format!(
+                "baseline {label}: kube-runtime Controllers for teams and sources, concurrency {}",
+                if concurrency == 0 {
+                    "unbounded".to_owned()
+                } else {
+                    concurrency.to_string()
+                }
+            ));
+            out.insert(
+                label.into(),
+                baseline(cp, &args, &client, concurrency).await?,
+            );
+        }
+        let total = |v: &Value| v["total_ms"].as_f64().unwrap_or(f64::NAN);
+        let a = total(&results["cold_start"]);
+        let b = total(&out["b_controller"]);
+        let c = total(&out["c_concurrency_1"]);
+        out.insert("ratio_c_to_a".into(), json!(round2(c / a)));
+        out.insert("ratio_a_to_b".into(), json!(round2(a / b)));
+        Value::Object(out)
+    };
+
     say(&format!("spawn cost of {} null actors", args.spawn_actors));
     results["spawn"] = serde_json::to_value(spawn_cost::measure(args.spawn_actors).await?)?;
-
-    results["baselines"] = json!({
-        "kube_runtime_controller": "not implemented",
-        "kube_runtime_controller_concurrency_1": "not implemented",
-    });
 
     println!("{}", table(&args, &results));
     if let Some(dir) = args.out.parent() {
@@ -180,12 +193,121 @@ async fn main() -> anyhow::Result<()> {
     }
     std::fs::write(&args.out, serde_json::to_string_pretty(&results)?)?;
     say(&format!("raw results in {}", args.out.display()));
+    Ok(())
+}
 
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// Starts an operator watching only `ns` (each variant of a run gets its own namespace, so
+/// none sees another's objects), with its own metrics registry.
+async fn start_operator(
+    cp: &ControlPlane,
+    args: &Args,
+    ns: &str,
+    children: ChildRuntime,
+) -> anyhow::Result<(RunningOperator, Arc<Registry>)> {
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let registry = Arc::new(registry);
+    let opts = StartOptions {
+        config: OperatorConfig {
+            resync: Duration::from_secs(args.resync_secs),
+            server_url_template: "http://127.0.0.1:{port}".into(),
+            watch_namespaces: vec![ns.to_owned()],
+            ..OperatorConfig::default()
+        },
+        restart_policy: RestartPolicy::default(),
+        clock: Arc::new(SystemClock),
+        instance: "bench".into(),
+    };
+    let mut running = operator::start_with(cp.client().await?, metrics, opts, children).await?;
+    running.wait_synced().await;
+    Ok((running, registry))
+}
+
+/// The TerdutServers of a variant, each with its stand-in, keyed (credentials handed out).
+async fn servers(
+    args: &Args,
+    client: &kube::Client,
+    ns: &str,
+    running: &RunningOperator,
+    registry: &Registry,
+) -> anyhow::Result<Vec<terdut_standin::Handle>> {
+    say(&format!(
+        "{} servers with stand-ins ({} ms per call) in {ns}",
+        args.servers, args.latency_ms
+    ));
+    let mut standins = Vec::new();
+    for i in 0..args.servers {
+        let name = fixtures::server_name(i);
+        let port = fixtures::free_port()?;
+        standins
+            .push(fixtures::server_with_standin(client, ns, &name, port, args.latency_ms).await?);
+        fixtures::wait_credentials(&running.ctx, &ObjectKey::new(ns, &name)).await?;
+    }
+    // The new Deployments' status updates (kube-controller-manager) nudge the server actors
+    // for a while; the cold start begins once that has died down.
+    wait_quiet(registry, Duration::from_secs(3), Duration::from_secs(60)).await;
+    Ok(standins)
+}
+
+/// Baseline (b) (`concurrency` 0: unbounded) or (c) (1): a fresh namespace, an operator whose
+/// server actors run as in (a) but whose teams and sources are reconciled by kube-runtime
+/// Controllers, fresh servers and stand-ins, and the same cold start.
+async fn baseline(
+    cp: &ControlPlane,
+    args: &Args,
+    client: &kube::Client,
+    concurrency: u16,
+) -> anyhow::Result<Value> {
+    let ns = cp.namespace(client, "bench").await?;
+    let (running, registry) = start_operator(cp, args, &ns, ChildRuntime::External).await?;
+    let standins = servers(args, client, &ns, &running, &registry).await?;
+    let controllers = controllers::spawn(client, &running.ctx, &ns, concurrency);
+    let mut cold = cold_start(args, client, &ns, &registry, &standins).await?;
+    cold["namespace"] = json!(ns);
+    cold["concurrency"] = json!(concurrency);
+    controllers.stop();
     running.stop().await;
     for s in standins {
         s.shutdown().await;
     }
-    Ok(())
+    Ok(cold)
+}
+
+/// Peak memory during a relist: stops the operator and starts a new one on the same objects
+/// (every informer lists everything again, every actor is spawned and runs one pass), with the
+/// process's peak (`VmHWM`) reset just before.
+async fn relist(
+    cp: &ControlPlane,
+    args: &Args,
+    ns: &str,
+    running: RunningOperator,
+) -> anyhow::Result<(Value, RunningOperator)> {
+    running.stop().await;
+    let before = Rss::now().unwrap_or_default();
+    let reset = rss::reset_peak();
+    let t0 = Instant::now();
+    let (running, registry) = start_operator(cp, args, ns, ChildRuntime::Actors).await?;
+    let synced_ms = ms(t0.elapsed());
+    let quiet = wait_quiet(&registry, Duration::from_secs(3), Duration::from_secs(300)).await;
+    let settled_ms = ms(t0.elapsed());
+    let after = Rss::now().unwrap_or_default();
+    Ok((
+        json!({
+            "peak_reset": reset,
+            "rss_before_mib": mib(before.rss_kib as i64),
+            "peak_during_mib": mib(after.peak_kib as i64),
+            "peak_over_before_mib": mib(after.peak_kib as i64 - before.rss_kib as i64),
+            "rss_after_mib": mib(after.rss_kib as i64),
+            "listed_ms": synced_ms,
+            "settled_ms": settled_ms,
+            "quiet": quiet,
+        }),
+        running,
+    ))
 }
 
 fn say(what: &str) {
@@ -366,12 +488,15 @@ async fn cold_start(
     ));
     let t0 = Instant::now();
     let sent: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    // When the last team's and the last source's create request was answered.
+    let answered: Arc<Mutex<[Option<Instant>; 2]>> = Arc::default();
     let creates = (0..args.teams)
         .map(|i| (true, i))
         .chain((0..args.sources).map(|i| (false, i)));
     futures::stream::iter(creates)
         .map(|(is_team, i)| {
             let (teams, sources, sent) = (teams.clone(), sources.clone(), sent.clone());
+            let answered = answered.clone();
             async move {
                 let at = Instant::now();
                 let name = if is_team {
@@ -385,6 +510,10 @@ async fn cold_start(
                 };
                 if let Ok(mut m) = sent.lock() {
                     m.insert(name, at);
+                }
+                if let Ok(mut a) = answered.lock() {
+                    let slot = &mut a[usize::from(!is_team)];
+                    *slot = (*slot).max(Some(Instant::now()));
                 }
                 anyhow::Ok(())
             }
@@ -469,8 +598,18 @@ async fn cold_start(
             .map(|(_, n)| *n as f64)
             .sum::<f64>()
     };
-    let chain = per(writes_of("team"), args.teams) + per(writes_of("source"), args.sources);
-    let floor_ms = chain * args.latency_ms as f64;
+    let chain_team = per(writes_of("team"), args.teams);
+    let chain_source = per(writes_of("source"), args.sources);
+    let chain = chain_team + chain_source;
+    let latency = args.latency_ms as f64;
+    let floor_ms = chain * latency;
+    // The same floor with the create rate as a bound too: nothing can be Ready before its
+    // create request was answered, so the last team needs its chain and its sources' after
+    // that, and the last source its own chain after its create.
+    let [last_team, last_source] = answered.lock().map(|a| *a).unwrap_or_default();
+    let since = |at: Option<Instant>| at.map_or(0.0, |at| ms(at.saturating_duration_since(t0)));
+    let floor_with_creates_ms =
+        (since(last_team) + chain * latency).max(since(last_source) + chain_source * latency);
     Ok(json!({
         "converged": converged,
         "quiet_after": quiet,
@@ -498,6 +637,10 @@ async fn cold_start(
             "concurrency_bound": "none (one actor per object)",
             "floor_ms": floor_ms,
             "ratio_total_to_floor": if floor_ms > 0.0 { (total_ms / floor_ms * 100.0).round() / 100.0 } else { 0.0 },
+            "teams_created_ms": since(last_team),
+            "sources_created_ms": since(last_source),
+            "floor_with_creates_ms": floor_with_creates_ms,
+            "ratio_total_to_floor_with_creates": if floor_with_creates_ms > 0.0 { round2(total_ms / floor_with_creates_ms) } else { 0.0 },
         },
     }))
 }
@@ -784,6 +927,18 @@ fn table(args: &Args, r: &Value) -> String {
         "≤ 1.25×",
         yes(ratio <= 1.25),
     );
+    let fc = num(&c["floor"]["ratio_total_to_floor_with_creates"]);
+    row(
+        "floor including the create phase, and ratio",
+        format!(
+            "creates answered by {:.0} ms (teams {:.0} ms); floor {:.0} ms; total/floor = {fc:.2}",
+            num(&c["create_requests_ms"]),
+            num(&c["floor"]["teams_created_ms"]),
+            num(&c["floor"]["floor_with_creates_ms"])
+        ),
+        "≤ 1.25×",
+        yes(fc <= 1.25),
+    );
     let rpt = num(&c["reconciles_per_team"]);
     let rps = num(&c["reconciles_per_source"]);
     row(
@@ -889,12 +1044,57 @@ fn table(args: &Args, r: &Value) -> String {
         "",
         "",
     );
-    row(
-        "baselines (b) kube-runtime Controller, (c) concurrency 1",
-        "not implemented".into(),
-        "≥ 5× (c), ≤ 1.1× (b)",
-        "not measured",
-    );
+    let b = &r["baselines"];
+    if b.is_object() {
+        let (bb, bc) = (&b["b_controller"], &b["c_concurrency_1"]);
+        for (name, v) in [
+            ("(b) kube-runtime Controller, unbounded", bb),
+            ("(c) kube-runtime Controller, concurrency 1", bc),
+        ] {
+            row(
+                &format!("{name}: all Ready; reconciles per team / source"),
+                format!(
+                    "{:.0} ms ({}/{} teams, {}/{} sources); {:.2} / {:.2}; creates {:.0} ms",
+                    num(&v["total_ms"]),
+                    v["ready"]["teams"],
+                    args.teams,
+                    v["ready"]["sources"],
+                    args.sources,
+                    num(&v["reconciles_per_team"]),
+                    num(&v["reconciles_per_source"]),
+                    num(&v["create_requests_ms"]),
+                ),
+                "",
+                "",
+            );
+        }
+        let (ca, ab) = (num(&b["ratio_c_to_a"]), num(&b["ratio_a_to_b"]));
+        row("(c) / (a)", format!("{ca:.2}"), "≥ 5", yes(ca >= 5.0));
+        row("(a) / (b)", format!("{ab:.2}"), "≤ 1.10", yes(ab <= 1.10));
+    } else {
+        row(
+            "baselines (b) kube-runtime Controller, (c) concurrency 1",
+            "skipped".into(),
+            "≥ 5× (c), ≤ 1.1× (b)",
+            "not measured",
+        );
+    }
+    let l = &r["relist"];
+    if l.is_object() {
+        row(
+            "relist (operator restart): peak RSS over the RSS before",
+            format!(
+                "{:.1} MiB (peak {:.1} MiB, after {:.1} MiB; listed in {:.0} ms, quiet after {:.0} ms)",
+                num(&l["peak_over_before_mib"]),
+                num(&l["peak_during_mib"]),
+                num(&l["rss_after_mib"]),
+                num(&l["listed_ms"]),
+                num(&l["settled_ms"])
+            ),
+            "",
+            "",
+        );
+    }
     let mut out = String::from("| measure | value | target | |\n|---|---|---|---|\n");
     for (a, b, t, ok) in rows {
         out.push_str(&format!("| {a} | {b} | {t} | {ok} |\n"));

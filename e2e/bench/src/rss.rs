@@ -28,3 +28,9 @@ impl Rss {
 pub fn mib(kib: i64) -> f64 {
     (kib as f64 / 1024.0 * 10.0).round() / 10.0
 }
+
+/// Resets `VmHWM` to the current RSS (`echo 5 > /proc/self/clear_refs`, Linux ≥ 4.0), so the
+/// next reading's peak covers only what follows; `false` when that is not possible.
+pub fn reset_peak() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
