@@ -59,13 +59,16 @@ e2e:
 e2e-local: tools
     bash e2e/e2e-local.sh
 
-# Operator SIGKILLs and stand-in restarts while 40 teams and sources converge and change, then
-# the invariants of docs/reliability.md. Args go to e2e/chaos.py (--seed N, --kills N ...).
-# Kill-anywhere chaos run, bounded (~2 min).
+# Operator SIGKILLs, stand-in and kube-apiserver restarts, stand-in faults, a conflicting kube
+# writer and two replicas with the leader killed, while 40 teams and sources converge and
+# change; after each storm the invariants of docs/reliability.md. Args go to e2e/chaos.py
+# (--seed N, --kills N, --skip faults,leader ...).
+# Kill-anywhere chaos run, bounded (~5.5 min).
 chaos *ARGS: tools
     bash e2e/chaos.sh {{ARGS}}
 
-# The long chaos run: 200 teams and sources, 15 kills per storm, 3 rounds.
+# The long chaos run: 200 teams and sources, 15 kills per storm, 3 rounds, 6 apiserver restarts,
+# 5+5 leader kills and step-downs (~17 min).
 chaos-long *ARGS: tools
     bash e2e/chaos.sh --long {{ARGS}}
 

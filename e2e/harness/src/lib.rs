@@ -21,6 +21,7 @@ mod process;
 
 pub use binaries::{bin_dir, tool};
 pub use crds::install_crds;
+pub use process::StopMode;
 
 use std::path::{Path, PathBuf};
 
@@ -37,6 +38,7 @@ pub struct ControlPlane {
     pub server: String,
     kubeconfig: PathBuf,
     dir: PathBuf,
+    apiserver: std::sync::Arc<process::Apiserver>,
 }
 
 static SHARED: OnceCell<ControlPlane> = OnceCell::const_new();
@@ -71,6 +73,23 @@ impl ControlPlane {
     /// Scratch directory of this control plane (logs live in `logs/`).
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Restarts the kube-apiserver in place: stops it (`mode`), starts it again with the same
+    /// flags (same port, same etcd and its data, same serving certificate and service-account
+    /// keys, so existing kubeconfigs and tokens keep working) and waits until it is ready.
+    /// Returns how long the apiserver was unavailable to new requests, about.
+    pub async fn restart_apiserver(&self, mode: StopMode) -> anyhow::Result<std::time::Duration> {
+        let started = std::time::Instant::now();
+        let dir = self.dir.clone();
+        // The stop-and-wait blocks (up to 10 s for a graceful stop): off the runtime's workers.
+        let apiserver = self.apiserver.clone();
+        tokio::task::spawn_blocking(move || apiserver.restart(mode, &dir))
+            .await
+            .context("the restart task")??;
+        let log = self.dir.join("logs").join("kube-apiserver.log");
+        process::wait_apiserver(&self.kubeconfig, &log).await?;
+        Ok(started.elapsed())
     }
 
     /// Creates a namespace `<prefix>-<random>` and returns its name.

@@ -1,11 +1,12 @@
 //! Starting etcd, kube-apiserver and kube-controller-manager with envtest's flags, and the
 //! watchdog that stops them when the test process ends.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use rand::Rng as _;
@@ -28,15 +29,74 @@ fn free_port() -> anyhow::Result<u16> {
 }
 
 fn spawn(bin: &Path, args: &[String], log: &Path) -> anyhow::Result<u32> {
-    let out = File::create(log)?;
-    let child = Command::new(bin)
+    Ok(spawn_child(bin, args, File::create(log)?)?.id())
+}
+
+fn spawn_child(bin: &Path, args: &[String], out: File) -> anyhow::Result<Child> {
+    Command::new(bin)
         .args(args)
         .stdin(Stdio::null())
         .stdout(out.try_clone()?)
         .stderr(out)
         .spawn()
-        .with_context(|| format!("starting {}", bin.display()))?;
-    Ok(child.id())
+        .with_context(|| format!("starting {}", bin.display()))
+}
+
+/// How [`ControlPlane::restart_apiserver`] stops the running kube-apiserver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopMode {
+    /// SIGTERM: the apiserver stops listening and closes its watches; SIGKILL after 10 s.
+    Graceful,
+    /// SIGKILL: connections drop mid-stream, as in a crash.
+    Kill,
+}
+
+/// The kube-apiserver child and everything needed to start it again identically.
+#[derive(Debug)]
+pub(crate) struct Apiserver {
+    bin: PathBuf,
+    args: Vec<String>,
+    log: PathBuf,
+    child: Mutex<Option<Child>>,
+}
+
+impl Apiserver {
+    /// Stops the apiserver (`mode`), waits until it has exited, starts it with the same
+    /// arguments (same port, same etcd, same certificates and keys) and returns its new pid.
+    /// The new process gets a watchdog of its own, like the first.
+    pub(crate) fn restart(&self, mode: StopMode, dir: &Path) -> anyhow::Result<u32> {
+        let mut guard = self
+            .child
+            .lock()
+            .map_err(|_| anyhow::anyhow!("apiserver lock poisoned"))?;
+        if let Some(mut child) = guard.take() {
+            match mode {
+                StopMode::Kill => {
+                    let _ = child.kill();
+                }
+                StopMode::Graceful => {
+                    let _ = Command::new("kill")
+                        .args(["-TERM", &child.id().to_string()])
+                        .status();
+                }
+            }
+            // It stops listening at once but can linger ~30 s (draining); a graceful stop is
+            // the clean close its clients see, not how long the process takes to exit.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while child.try_wait()?.is_none() {
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        let out = OpenOptions::new().append(true).open(&self.log)?;
+        let child = spawn_child(&self.bin, &self.args, out)?;
+        let pid = child.id();
+        *guard = Some(child);
+        watchdog(&[pid], dir)?;
+        Ok(pid)
+    }
 }
 
 /// Stops `pids` and removes `dir` once this test process is gone (or was killed).
@@ -110,6 +170,22 @@ fn openssl(args: &[&str], cwd: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Waits until the kube-apiserver behind `kubeconfig` answers `/readyz` (60 s at most).
+pub(crate) async fn wait_apiserver(kubeconfig: &Path, log: &Path) -> anyhow::Result<()> {
+    let kubectl = tool("kubectl")?;
+    let ready = || {
+        Command::new(&kubectl)
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["get", "--raw", "/readyz"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    wait_http("kube-apiserver", ready, log).await
+}
+
 pub(crate) async fn start(opts: Options) -> anyhow::Result<ControlPlane> {
     let (etcd, apiserver) = (tool("etcd")?, tool("kube-apiserver")?);
     let dir: PathBuf = std::env::temp_dir().join(format!("terdut-cp-{}", random_suffix()));
@@ -152,34 +228,39 @@ pub(crate) async fn start(opts: Options) -> anyhow::Result<ControlPlane> {
     )?;
     let port = free_port()?;
     let server = format!("https://127.0.0.1:{port}");
-    pids.push(spawn(
-        &apiserver,
-        &[
-            format!("--etcd-servers={etcd_url}"),
-            format!("--cert-dir={}", dir.join("certs").display()),
-            format!("--secure-port={port}"),
-            "--bind-address=127.0.0.1".into(),
-            "--advertise-address=127.0.0.1".into(),
-            // 1.37 refuses a loopback advertise address with the endpoint reconciler.
-            "--endpoint-reconciler-type=none".into(),
-            "--service-cluster-ip-range=10.0.0.0/24".into(),
-            "--allow-privileged=true".into(),
-            "--disable-admission-plugins=ServiceAccount".into(),
-            "--authorization-mode=RBAC".into(),
-            format!("--token-auth-file={}", dir.join("tokens.csv").display()),
-            format!("--service-account-issuer={server}/"),
-            format!(
-                "--service-account-key-file={}",
-                dir.join("sa.pub").display()
-            ),
-            format!(
-                "--service-account-signing-key-file={}",
-                dir.join("sa.key").display()
-            ),
-            "--v=0".into(),
-        ],
-        &logs.join("kube-apiserver.log"),
-    )?);
+    let apiserver_args: Vec<String> = vec![
+        format!("--etcd-servers={etcd_url}"),
+        format!("--cert-dir={}", dir.join("certs").display()),
+        format!("--secure-port={port}"),
+        "--bind-address=127.0.0.1".into(),
+        "--advertise-address=127.0.0.1".into(),
+        // 1.37 refuses a loopback advertise address with the endpoint reconciler.
+        "--endpoint-reconciler-type=none".into(),
+        "--service-cluster-ip-range=10.0.0.0/24".into(),
+        "--allow-privileged=true".into(),
+        "--disable-admission-plugins=ServiceAccount".into(),
+        "--authorization-mode=RBAC".into(),
+        format!("--token-auth-file={}", dir.join("tokens.csv").display()),
+        format!("--service-account-issuer={server}/"),
+        format!(
+            "--service-account-key-file={}",
+            dir.join("sa.pub").display()
+        ),
+        format!(
+            "--service-account-signing-key-file={}",
+            dir.join("sa.key").display()
+        ),
+        "--v=0".into(),
+    ];
+    let apiserver_log = logs.join("kube-apiserver.log");
+    let child = spawn_child(&apiserver, &apiserver_args, File::create(&apiserver_log)?)?;
+    pids.push(child.id());
+    let apiserver_proc = Apiserver {
+        bin: apiserver,
+        args: apiserver_args,
+        log: apiserver_log,
+        child: Mutex::new(Some(child)),
+    };
     watchdog(&pids, &dir)?;
     let kubeconfig_path = dir.join("admin.kubeconfig");
     std::fs::write(&kubeconfig_path, kubeconfig::render(&server, &token))?;
@@ -187,19 +268,9 @@ pub(crate) async fn start(opts: Options) -> anyhow::Result<ControlPlane> {
         server,
         kubeconfig: kubeconfig_path.clone(),
         dir: dir.clone(),
+        apiserver: std::sync::Arc::new(apiserver_proc),
     };
-    let kubectl = tool("kubectl")?;
-    let ready = || {
-        Command::new(&kubectl)
-            .arg("--kubeconfig")
-            .arg(&kubeconfig_path)
-            .args(["get", "--raw", "/readyz"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    wait_http("kube-apiserver", ready, &logs.join("kube-apiserver.log")).await?;
+    wait_apiserver(&kubeconfig_path, &logs.join("kube-apiserver.log")).await?;
 
     if opts.controller_manager {
         let kcm = tool("kube-controller-manager")?;

@@ -39,6 +39,7 @@ impl Faults {
         self.rules.push(Fault {
             id: self.next_id,
             rule,
+            fired: 0,
         });
         Ok(self.next_id)
     }
@@ -89,6 +90,9 @@ impl Faults {
                 action = Action::Reset;
             } else if rule.error_rate > 0.0 && rng.random_bool(rule.error_rate) {
                 action = Action::Fail(status);
+            }
+            if action != Action::Pass {
+                fault.fired += 1;
             }
         }
         Decision { delay, action }
@@ -144,6 +148,21 @@ mod tests {
         assert!(matches("* /api/v1/teams*", "DELETE /api/v1/teams/{id}"));
         assert!(matches("/api/v1/whoami", "GET /api/v1/whoami"));
         assert!(!matches("GET /api/*", "GET /healthz"));
+    }
+
+    #[test]
+    fn each_rule_counts_the_calls_it_decided() {
+        let mut f = Faults::default();
+        f.add(FaultRule::new("*").latency_ms(1)).unwrap();
+        f.add(FaultRule::new("GET /x").fail_next(2, 503)).unwrap();
+        f.add(FaultRule::new("GET /x").reset_rate(1.0)).unwrap();
+        for _ in 0..5 {
+            f.decide("GET /x");
+        }
+        f.decide("GET /y");
+        let fired: Vec<u64> = f.list().iter().map(|r| r.fired).collect();
+        // Delays never count; the first rule that fires decides, the later ones do not count.
+        assert_eq!(fired, [0, 2, 3]);
     }
 
     #[test]

@@ -146,12 +146,15 @@ impl FaultRule {
     }
 }
 
-/// A rule as stored, with the id that removes it.
+/// A rule as stored, with the id that removes it and how many calls it failed or reset.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Fault {
     pub id: u64,
     #[serde(flatten)]
     pub rule: FaultRule,
+    /// Calls this rule answered with an error or reset (delays alone do not count).
+    #[serde(default)]
+    pub fired: u64,
 }
 
 /// `POST /admin/faults` answer.
