@@ -29,7 +29,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 use tokio::sync::watch;
-use tracing::warn;
+use tracing::{debug, info, warn};
 
 use crate::context::Stores;
 use crate::key::ObjectKey;
@@ -44,6 +44,22 @@ pub trait Routes: Send + Sync + 'static {
     fn server_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutServer>>);
     fn team_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>);
     fn source_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutAlertSource>>);
+    /// The webhook Secret `secret` of alert source `source` (`obj`: the source from the cache,
+    /// if there) was written at `resource_version`, or deleted. By default the source is
+    /// nudged (DESIGN §5: a lost Secret fails closed).
+    fn webhook_secret_changed(
+        &self,
+        secret: ObjectKey,
+        resource_version: Option<String>,
+        deleted: bool,
+        source: ObjectKey,
+        obj: Option<Arc<TerdutAlertSource>>,
+    ) {
+        let _ = (secret, resource_version, deleted);
+        if obj.is_some() {
+            self.source_changed(source, obj);
+        }
+    }
     /// A list of `kind` in `namespace` (`None`: every namespace) finished: objects of that
     /// scope absent from it are gone. Only that scope: another namespace's watch may be
     /// mid-list, its new objects not yet in its store.
@@ -157,23 +173,30 @@ pub fn build(client: &Client, namespaces: &[String], routes: Arc<dyn Routes>) ->
         watch.kind::<Secret, _>(
             config().labels(MANAGED_SECRET_SELECTOR),
             &mut tasks,
-            move |ev| match ev {
-                Change::Applied(o) | Change::Deleted(o) => {
-                    let ns = o.namespace().unwrap_or_default();
-                    nudge(o.labels(), &ns);
-                    // A webhook Secret nudges its alert source (DESIGN §5: lost Secret fails closed).
-                    if let Some(owner) = o
-                        .owner_references()
-                        .iter()
-                        .find(|r| r.kind == "TerdutAlertSource")
-                    {
-                        let obj = sources_store.get(&ObjectRef::new(&owner.name).within(&ns));
-                        if obj.is_some() {
-                            r.source_changed(ObjectKey::new(ns, owner.name.clone()), obj);
-                        }
-                    }
+            move |ev| {
+                let (o, deleted) = match ev {
+                    Change::Applied(o) => (o, false),
+                    Change::Deleted(o) => (o, true),
+                    Change::Synced(_) => return,
+                };
+                let ns = o.namespace().unwrap_or_default();
+                nudge(o.labels(), &ns);
+                // A webhook Secret nudges its alert source (DESIGN §5: lost Secret fails closed),
+                // unless the event is only the source's own write landing (see the route).
+                if let Some(owner) = o
+                    .owner_references()
+                    .iter()
+                    .find(|r| r.kind == "TerdutAlertSource")
+                {
+                    let obj = sources_store.get(&ObjectRef::new(&owner.name).within(&ns));
+                    r.webhook_secret_changed(
+                        ObjectKey::of(o.as_ref()),
+                        o.resource_version(),
+                        deleted,
+                        ObjectKey::new(ns, owner.name.clone()),
+                        obj,
+                    );
                 }
-                Change::Synced(_) => {}
             },
         )
     };
@@ -197,7 +220,11 @@ pub fn build(client: &Client, namespaces: &[String], routes: Arc<dyn Routes>) ->
         tasks.push(Box::pin(async move {
             let mut stream = std::pin::pin!(stream);
             let mut first_list = true;
+            let mut failing = Streak::default();
             while let Some(ev) = stream.next().await {
+                if ev.is_ok() {
+                    failing.recovered("Namespace", None);
+                }
                 match ev {
                     Ok(Event::Apply(ns)) | Ok(Event::Delete(ns)) => {
                         let name = ns.name_any();
@@ -209,12 +236,16 @@ pub fn build(client: &Client, namespaces: &[String], routes: Arc<dyn Routes>) ->
                             r.team_changed(ObjectKey::of(t.as_ref()), Some(t));
                         }
                     }
-                    Ok(Event::InitDone) if first_list => {
-                        first_list = false;
-                        tx.send_modify(|n| *n += 1);
+                    Ok(Event::InitDone) => {
+                        if std::mem::take(&mut first_list) {
+                            tx.send_modify(|n| *n += 1);
+                        }
+                        // A team whose consent pass ran before this list was swapped in found
+                        // no labels and was refused (DESIGN §4.6): it must look again.
+                        r.synced("namespace", None);
                     }
                     Ok(_) => {}
-                    Err(e) => warn!(kind = "Namespace", error = %e, "watch error (retrying)"),
+                    Err(e) => failing.failed("Namespace", None, &e),
                 }
             }
         }));
@@ -324,7 +355,11 @@ where
     tasks.push(Box::pin(async move {
         let mut stream = std::pin::pin!(stream);
         let mut first_list = true;
+        let mut failing = Streak::default();
         while let Some(ev) = stream.next().await {
+            if ev.is_ok() {
+                failing.recovered(&kind, scope.as_deref());
+            }
             match ev {
                 Ok(Event::Apply(o)) | Ok(Event::InitApply(o)) => {
                     on_change(Change::Applied(Arc::new(o)))
@@ -337,9 +372,40 @@ where
                     on_change(Change::Synced(scope.clone()));
                 }
                 Ok(Event::Init) => {}
-                Err(e) => warn!(kind, namespace = scope.as_deref().unwrap_or("*"), error = %e, "watch error (retrying)"),
+                Err(e) => failing.failed(&kind, scope.as_deref(), &e),
             }
         }
     }));
     reader
+}
+
+/// A watch's consecutive errors, logged proportionately: one warning when a streak starts
+/// (the watcher retries with backoff on its own), debug for the rest, and one line when it
+/// recovers with how many errors it took. A kube-apiserver restart used to log a warning per
+/// retry per kind (docs/reliability.md).
+#[derive(Debug, Default)]
+struct Streak(u32);
+
+impl Streak {
+    fn failed(&mut self, kind: &str, scope: Option<&str>, e: &dyn std::fmt::Display) {
+        self.0 += 1;
+        let namespace = scope.unwrap_or("*");
+        if self.0 == 1 {
+            warn!(kind, namespace, error = %e, "watch error (retrying with backoff)");
+        } else {
+            debug!(kind, namespace, error = %e, attempt = self.0, "watch error again");
+        }
+    }
+
+    fn recovered(&mut self, kind: &str, scope: Option<&str>) {
+        if self.0 > 0 {
+            info!(
+                kind,
+                namespace = scope.unwrap_or("*"),
+                errors = self.0,
+                "watch recovered"
+            );
+            self.0 = 0;
+        }
+    }
 }

@@ -135,6 +135,8 @@ struct OperatorRoutes {
     server_seen: DashMap<ObjectKey, ServerSeen>,
     /// The resourceVersion each alert source was last seen at.
     source_seen: DashMap<ObjectKey, Option<String>>,
+    /// The resourceVersion each webhook Secret was last seen at.
+    secret_seen: DashMap<ObjectKey, Option<String>>,
     ctx: OnceLock<Ctx>,
 }
 
@@ -300,6 +302,43 @@ impl Routes for OperatorRoutes {
         let _ = sources.cast(msg);
     }
 
+    fn webhook_secret_changed(
+        &self,
+        secret: ObjectKey,
+        resource_version: Option<String>,
+        deleted: bool,
+        source: ObjectKey,
+        obj: Option<Arc<TerdutAlertSource>>,
+    ) {
+        // The Secret a source pass created or replaced comes back as a watch event; that pass
+        // already reported on it (its status says Ready with that integration), so the event
+        // is no reason for another pass (issue 8: sources took a third pass for it). A delete,
+        // or a version anyone else wrote, still nudges: DESIGN §5, a lost Secret fails closed.
+        let before = if deleted {
+            if let Some(ctx) = self.ctx.get() {
+                ctx.own_writes.forget("secret", &secret);
+            }
+            self.secret_seen.remove(&secret).map(|(_, rv)| rv)
+        } else {
+            self.secret_seen
+                .insert(secret.clone(), resource_version.clone())
+        };
+        let own = !deleted
+            && own_write(
+                self.ctx.get(),
+                "secret",
+                &secret,
+                before.flatten().as_deref(),
+                resource_version.as_deref(),
+            );
+        if own {
+            return;
+        }
+        if obj.is_some() {
+            self.source_changed(source, obj);
+        }
+    }
+
     fn synced(&self, kind: &'static str, namespace: Option<String>) {
         // Objects deleted while no watch was open never produce a Delete event: after every
         // (re)list, stop the actors of that scope whose object is no longer in the cache.
@@ -327,9 +366,10 @@ impl Routes for OperatorRoutes {
         // A reflector swaps its whole list in at the end of a (re)list, not object by object:
         // until then an actor can find its server or team missing from the cache, and a fan-out
         // can find no dependants to nudge. Nothing else would wake those actors before their
-        // resync, so once any of these kinds has listed, nudge every team and alert source
+        // resync, so once any of these kinds (or Namespaces, whose labels decide consent) has
+        // listed, nudge every team and alert source
         // (coalesced; a pass that finds nothing to do only reads).
-        if matches!(kind, "server" | "team" | "source") {
+        if matches!(kind, "server" | "team" | "source" | "namespace") {
             if let Some(teams) = self.teams.get() {
                 for team in ctx.stores.teams.state() {
                     let _ = teams.cast(SupervisorMsg::Ensure(
@@ -463,6 +503,7 @@ pub async fn start_with(
         team_seen: DashMap::new(),
         server_seen: DashMap::new(),
         source_seen: DashMap::new(),
+        secret_seen: DashMap::new(),
         ctx: OnceLock::new(),
     });
     let informers = informers::build(&client, &opts.config.watch_namespaces, routes.clone());

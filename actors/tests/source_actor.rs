@@ -219,6 +219,41 @@ async fn a_lost_secret_fails_closed_until_a_rotation_is_asked_for() {
     assert_eq!(key_live(&standin, &new.key).await, (true, Some(new_id)));
 }
 
+/// The source's own Secret write is no nudge (issue 8), but anyone else's edit still is: an
+/// emptied key fails closed without waiting for the resync (300 s in these tests).
+#[tokio::test]
+async fn someone_elses_edit_of_the_secret_still_nudges_the_source() {
+    let (_, client, ns, _) = setup("src-edit").await;
+    let (standin, _) = server_and_team(&client, &ns, 19311, "platform").await;
+    sources(&client, &ns)
+        .create(
+            &PostParams::default(),
+            &source("am", "platform", "alertmanager", "prod-am"),
+        )
+        .await
+        .unwrap();
+    let id = wait_ready_id(&client, &ns, "am", None).await;
+    let old = wait_webhook(&client, &ns, "am", id).await;
+
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    secrets
+        .patch(
+            "am-terdut-webhook",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&json!({"data": {"key": null}})),
+        )
+        .await
+        .unwrap();
+    let obj = wait_reason(&client, &ns, "am", "WebhookSecretLost").await;
+    assert_eq!(obj.status.unwrap().integration_id, Some(id));
+    // Failing closed: the old key stays live, nothing was minted.
+    assert_eq!(key_live(&standin, &old.key).await, (true, Some(id)));
+    assert_eq!(
+        integrations_for(&standin, &format!("{ns}/am")).await.len(),
+        1
+    );
+}
+
 #[tokio::test]
 async fn the_crash_window_leaves_no_orphan_and_no_duplicate() {
     let (_, client, ns, op) = setup("src-crash").await;

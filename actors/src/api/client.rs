@@ -4,12 +4,13 @@
 //! [`ApiMetrics`].
 
 use std::fmt;
-use std::sync::Once;
+use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio::sync::Semaphore;
 
 use super::endpoint::Endpoint;
 use super::error::ApiError;
@@ -38,6 +39,7 @@ pub struct ClientConfig {
     key: OperatorKey,
     connect_timeout: Duration,
     request_timeout: Duration,
+    max_in_flight: usize,
     metrics: Option<ApiMetrics>,
 }
 
@@ -48,6 +50,7 @@ impl fmt::Debug for ClientConfig {
             .field("key", &self.key)
             .field("connect_timeout", &self.connect_timeout)
             .field("request_timeout", &self.request_timeout)
+            .field("max_in_flight", &self.max_in_flight)
             .finish_non_exhaustive()
     }
 }
@@ -59,6 +62,11 @@ impl ClientConfig {
     /// Long enough for a slow database write, short enough that a hung server does not stall a
     /// reconcile for long.
     pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+    /// Requests one client (one terdut-server) has open at once; more wait for a slot. Every
+    /// team and source pass runs concurrently (one actor each), so without a bound a cold
+    /// start or resync of 10,000 teams opened 10,000 connections to one server (the benchmark
+    /// ran out of file descriptors, and each idle connection's buffers stayed in the RSS).
+    pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 
     /// `base_url` is `http(s)://host[:port][/prefix]` (terdut-api.md "Transport").
     pub fn new(base_url: impl Into<String>, key: OperatorKey) -> Self {
@@ -67,8 +75,15 @@ impl ClientConfig {
             key,
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
             request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
+            max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT,
             metrics: None,
         }
+    }
+
+    /// See [`Self::DEFAULT_MAX_IN_FLIGHT`] (at least 1).
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n.max(1);
+        self
     }
 
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
@@ -96,6 +111,8 @@ pub struct TerdutClient {
     key: OperatorKey,
     connect_timeout: Duration,
     request_timeout: Duration,
+    /// Slots for requests in flight (see [`ClientConfig::DEFAULT_MAX_IN_FLIGHT`]).
+    in_flight: Arc<Semaphore>,
     metrics: Option<ApiMetrics>,
 }
 
@@ -127,6 +144,8 @@ impl TerdutClient {
             // A redirect is not part of the contract; following one could carry the key to
             // another host.
             .redirect(reqwest::redirect::Policy::none())
+            // No more idle connections than requests may be in flight.
+            .pool_max_idle_per_host(config.max_in_flight)
             .user_agent(concat!("terdut-operator/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(ApiError::from_transport)?;
@@ -136,6 +155,7 @@ impl TerdutClient {
             key: config.key,
             connect_timeout: config.connect_timeout,
             request_timeout: config.request_timeout,
+            in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
             metrics: config.metrics,
         })
     }
@@ -392,6 +412,9 @@ impl TerdutClient {
         body: Option<Vec<u8>>,
         interpret: impl FnOnce(Raw) -> Result<T, ApiError>,
     ) -> Result<T, ApiError> {
+        // Waiting for a slot is not the server's latency: the clock starts once it has one.
+        // The semaphore is never closed, so `acquire` cannot fail.
+        let _slot = self.in_flight.acquire().await.ok();
         let started = Instant::now();
         let result = match self.send(endpoint, ids, body).await {
             Ok(raw) => interpret(raw),

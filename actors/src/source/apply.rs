@@ -9,7 +9,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
-use terdut_crds::v1alpha1::TerdutAlertSource;
+use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutAlertSourceStatus};
 
 use super::names::{ANNOTATION_ROTATE, ANNOTATION_ROTATED_FOR, FINALIZER};
 use super::secret::{controlled_by, refill, webhook_secret};
@@ -20,6 +20,8 @@ use crate::key::ObjectKey;
 use crate::server::names::FIELD_MANAGER;
 
 const KIND: &str = "source";
+/// The `OwnWrites` kind of webhook Secrets (keyed by the Secret's own namespace and name).
+const SECRET_KIND: &str = "secret";
 
 /// Publishes an Event about the TerdutAlertSource. The note must never carry a url or key.
 pub async fn event(
@@ -144,16 +146,24 @@ pub async fn write_secret(
         let result = match current.take() {
             None => {
                 ctx.metrics.kube_write(KIND, "create");
-                api.create(&post_params(), &fresh).await.map(|_| ())
+                api.create(&post_params(), &fresh).await
             }
             Some(existing) => {
                 let next = refill(existing, source, created, rotated_for).map_err(invalid)?;
                 ctx.metrics.kube_write(KIND, "replace");
-                api.replace(&name, &post_params(), &next).await.map(|_| ())
+                api.replace(&name, &post_params(), &next).await
             }
         };
         match result {
-            Ok(()) => return Ok(()),
+            Ok(written) => {
+                // Its watch event is this pass's own write, no reason for another (issue 8).
+                ctx.own_writes.record(
+                    SECRET_KIND,
+                    &ObjectKey::new(ns.clone(), name.clone()),
+                    written.resource_version(),
+                );
+                return Ok(());
+            }
             // Created meanwhile, or changed since it was read: look again; ours is replaced,
             // anyone else's is left alone.
             Err(kube::Error::Api(e)) if e.code == 409 && attempt < 3 => {
@@ -202,11 +212,12 @@ pub async fn record_rotation(
 }
 
 /// Writes a status patch from `status::status_patch`.
+/// Returns the status as written.
 pub async fn patch_status(
     ctx: &Ctx,
     key: &ObjectKey,
     patch: &serde_json::Value,
-) -> Result<(), ReconcileError> {
+) -> Result<Option<TerdutAlertSourceStatus>, ReconcileError> {
     ctx.metrics.kube_write(KIND, "status");
     let written = sources(ctx, key)
         .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(patch))
@@ -215,7 +226,7 @@ pub async fn patch_status(
             ReconcileError::kube("patch status of", format!("TerdutAlertSource {key}"), e)
         })?;
     ctx.own_writes.record(KIND, key, written.resource_version());
-    Ok(())
+    Ok(written.status)
 }
 
 /// Who set the rotate annotation: the field manager that owns it in `managedFields` (the

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::runtime::events::EventType;
-use terdut_crds::v1alpha1::TerdutAlertSource;
 use terdut_crds::v1alpha1::alert_source::reasons;
 use terdut_crds::v1alpha1::conditions::{READY, find};
+use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutAlertSourceStatus};
 use tracing::{debug, warn};
 
 use super::apply::{ensure_finalizer, event, patch_status};
@@ -28,6 +28,7 @@ use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
 use crate::pacing::{jittered, retry_delay};
+use crate::team::reconcile::stale_but_equal;
 
 const KIND: &str = "source";
 
@@ -40,6 +41,8 @@ pub struct SourceMemory {
     /// Consecutive passes waiting for the server's credentials: a server actor that is still
     /// starting does not nudge its sources when it gets its key, so they look again soon.
     pub waits: u32,
+    /// The status this runtime last wrote (see `team::reconcile::stale_but_equal`).
+    pub written: Option<TerdutAlertSourceStatus>,
 }
 
 /// What a pass asks for next.
@@ -71,7 +74,7 @@ impl SourceReconciler {
     ) -> Duration {
         let key = ObjectKey::of(source);
         let started = self.ctx.clock.now();
-        let result = self.pass(source).await;
+        let result = self.pass(source, memory).await;
         let took = self.ctx.clock.now() - started;
         match result {
             Ok(next) => {
@@ -108,9 +111,13 @@ impl SourceReconciler {
     }
 
     /// One pass: the outcome goes into status whether it succeeded or not.
-    async fn pass(&self, source: &TerdutAlertSource) -> Result<Next, ReconcileError> {
+    async fn pass(
+        &self,
+        source: &TerdutAlertSource,
+        memory: &mut SourceMemory,
+    ) -> Result<Next, ReconcileError> {
         if source.metadata.deletion_timestamp.is_some() {
-            return self.delete_pass(source).await;
+            return self.delete_pass(source, memory).await;
         }
         let (outcome, result) = match self.converge(source).await {
             Ok(outcome) => {
@@ -129,7 +136,7 @@ impl SourceReconciler {
             ),
         };
         self.announce_block(source, &outcome).await;
-        self.write_status(source, &outcome).await?;
+        self.write_status(source, &outcome, memory).await?;
         result
     }
 
@@ -209,7 +216,11 @@ impl SourceReconciler {
         })
     }
 
-    async fn delete_pass(&self, source: &TerdutAlertSource) -> Result<Next, ReconcileError> {
+    async fn delete_pass(
+        &self,
+        source: &TerdutAlertSource,
+        memory: &mut SourceMemory,
+    ) -> Result<Next, ReconcileError> {
         let outcome = match cleanup(&self.ctx, source).await {
             Ok(Cleanup::Released) => return Ok(Next::Resync),
             Ok(Cleanup::Blocked(why)) => Ok(why),
@@ -229,7 +240,7 @@ impl SourceReconciler {
             format!("{message}; the TerdutAlertSource stays until the integration is deleted"),
         )
         .await;
-        self.write_status(source, &Outcome::DeletionBlocked(message))
+        self.write_status(source, &Outcome::DeletionBlocked(message), memory)
             .await?;
         match outcome {
             Ok(_) => Ok(Next::Wait),
@@ -273,13 +284,21 @@ impl SourceReconciler {
         &self,
         source: &TerdutAlertSource,
         outcome: &Outcome,
+        memory: &mut SourceMemory,
     ) -> Result<(), ReconcileError> {
         let key = ObjectKey::of(source);
         let desired = desired_status(outcome, source.metadata.generation, &secret_name(&key.name));
-        match status_patch(source.status.as_ref(), &desired, self.ctx.clock.k8s_now()) {
-            Some(patch) => patch_status(&self.ctx, &key, &patch).await,
-            None => Ok(()),
+        let now = self.ctx.clock.k8s_now();
+        let current = source.status.as_ref();
+        // The copy may predate this runtime's last write (see `stale_but_equal`).
+        let patch = status_patch(current, &desired, now.clone()).or_else(|| {
+            stale_but_equal(current, memory.written.as_ref())
+                .and_then(|written| status_patch(Some(written), &desired, now))
+        });
+        if let Some(patch) = patch {
+            memory.written = patch_status(&self.ctx, &key, &patch).await?;
         }
+        Ok(())
     }
 }
 
