@@ -42,10 +42,12 @@ audit:
 sbom:
     python3 e2e/sbom.py
 
-# Every test, against a real kube-apiserver and the stand-in server, then the e2e scenario.
+# Every test, against a real kube-apiserver and the stand-in server, then the e2e scenario
+# and the bounded chaos run (docs/reliability.md).
 test: tools lint audit sbom
     cargo test --workspace --no-fail-fast
     bash e2e/e2e-local.sh
+    bash e2e/chaos.sh
 
 # The whole system on this machine: control plane, operator, stand-in, docs/examples.
 demo: tools

@@ -47,6 +47,16 @@ def ready(obj):
     return ok and st.get("observedGeneration") == obj["metadata"].get("generation")
 
 
+def _why(cr):
+    """What a not-Ready CR shows: generation, observed generation, its Ready condition."""
+    if cr is None:
+        return " (missing)"
+    st = cr.get("status") or {}
+    c = next((c for c in st.get("conditions", []) if c.get("type") == "Ready"), {})
+    return (f" (generation {cr['metadata'].get('generation')}, observed {st.get('observedGeneration')}, "
+            f"Ready={c.get('status')} {c.get('reason')} at {c.get('observedGeneration')}: {c.get('message', '')[:120]})")
+
+
 def pending(model: Model, w: World):
     """Why the system has not converged yet (empty when it has)."""
     out = []
@@ -55,7 +65,7 @@ def pending(model: Model, w: World):
             out.append(f"deleted {kind} {name} still exists")
         for name in sorted(want):
             if name not in crs or not ready(crs[name]):
-                out.append(f"{kind} {name} not Ready at its generation")
+                out.append(f"{kind} {name} not Ready at its generation{_why(crs.get(name))}")
     for t in sorted(model.teams):
         st = w.server_teams.get(f"{NS}/{t}")
         spec = model.teams[t]
