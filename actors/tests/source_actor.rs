@@ -482,3 +482,58 @@ async fn deletion_after_the_server_is_gone_releases_with_a_warning() {
     assert!(note.contains(&format!("integration {id}")), "{note}");
     assert!(note.contains("no longer exists"), "{note}");
 }
+
+/// The long `just chaos` run's orphan: a kind change deleted the old integration and created
+/// the new one, and the CR was deleted before the Secret and status recorded the new id. The
+/// deletion then found the recorded (old) id already gone and released the finalizer, leaving
+/// the new integration with no CR. Here the same state is made by hand: the recorded id is
+/// deleted on the server and another integration with the source's external_id is created.
+#[tokio::test]
+async fn deletion_removes_an_integration_its_records_do_not_name() {
+    let (_, client, ns, _) = setup("src-del-stale").await;
+    let (standin, team_id) = server_and_team(&client, &ns, 19312, "platform").await;
+    let api = sources(&client, &ns);
+    api.create(
+        &PostParams::default(),
+        &source("am", "platform", "alertmanager", "prod-am"),
+    )
+    .await
+    .unwrap();
+    let id = wait_ready_id(&client, &ns, "am", None).await;
+    wait_webhook(&client, &ns, "am", id).await;
+    let ext = format!("{ns}/am");
+
+    let server = api_client(&standin);
+    server.delete_integration(team_id, id).await.unwrap();
+    let unrecorded = server
+        .create_integration(
+            team_id,
+            &terdut_actors::api::NewIntegration {
+                kind: terdut_actors::api::IntegrationKind::Grafana,
+                name: "made after the recorded one".into(),
+                external_id: ext.clone(),
+            },
+        )
+        .await
+        .unwrap()
+        .integration()
+        .id;
+    assert_ne!(unrecorded, id);
+    // Deleted before any pass could notice (no nudge: the change was on the server only).
+    api.delete("am", &DeleteParams::default()).await.unwrap();
+    eventually(
+        "the TerdutAlertSource to go",
+        Duration::from_secs(60),
+        || async { api.get_opt("am").await.unwrap().is_none().then_some(()) },
+    )
+    .await;
+    assert!(
+        integrations_for(&standin, &ext).await.is_empty(),
+        "integration {unrecorded} was left on the server without a CR"
+    );
+    let note = wait_event(&client, &ns, "am", "Normal", "IntegrationDeleted").await;
+    assert!(
+        note.contains(&format!("deleted integration {unrecorded}")),
+        "{note}"
+    );
+}

@@ -32,7 +32,7 @@ use super::names::{FINALIZER, external_id, secret_name};
 use super::observe::{self, Read};
 use super::plan::{integration_kind, lookup_id};
 use super::resolve::{ServerAccess, credentials};
-use crate::api::{Deletion, NewIntegration};
+use crate::api::{Deletion, Id, NewIntegration, TerdutClient};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
@@ -133,35 +133,38 @@ pub async fn cleanup(ctx: &Ctx, source: &TerdutAlertSource) -> Result<Cleanup, R
         Read::Cache,
     )
     .await?;
-    let id = match lookup_id(&secret.view, status_id) {
+    let recorded = lookup_id(&secret.view, status_id);
+    let id = match recorded {
         Some(id) => id,
-        None => {
-            // The POST may create: only for the object itself, still holding the finalizer. A
-            // pass on a stale copy after the release would make an integration that, were the
-            // operator killed before the DELETE below, no CR is left to delete.
-            let live = live::<TerdutAlertSource>(ctx, &key.namespace, &key.name).await?;
-            if !live.is_some_and(|l| {
-                l.uid() == source.uid() && l.finalizers().iter().any(|f| f == FINALIZER)
-            }) {
-                return Ok(Cleanup::Released);
-            }
-            // Nothing recorded: find (or make) it by external_id; any key is dropped unread.
-            let new = NewIntegration {
-                kind: integration_kind(source.spec.kind),
-                name: source.spec.name.clone(),
-                external_id: external_id(&key.namespace, &key.name),
-            };
-            client
-                .create_integration(team_id, &new)
-                .await?
-                .integration()
-                .id
-        }
+        None => match by_external_id(ctx, source, &client, team_id).await? {
+            Some(id) => id,
+            None => return Ok(Cleanup::Released),
+        },
     };
-    let note = match client.delete_integration(team_id, id).await? {
+    let deletion = client.delete_integration(team_id, id).await?;
+    let mut note = match deletion {
         Deletion::Deleted => format!("deleted integration {id}; its webhook key no longer works"),
         Deletion::AlreadyGone => format!("integration {id} was already gone from the server"),
     };
+    // A recorded id that is already gone may be one this source replaced: a kind change or a
+    // rotation deletes the old integration, then creates the new one, and a crash or a failed
+    // write before the Secret and status record the new id leaves the old id recorded (found
+    // by the long `just chaos` run: the new integration stayed as an orphan). The server keeps
+    // one integration per external_id and team, so one look by external_id settles it.
+    let mut id = id;
+    if recorded.is_some() && matches!(deletion, Deletion::AlreadyGone) {
+        match by_external_id(ctx, source, &client, team_id).await? {
+            Some(other) => {
+                client.delete_integration(team_id, other).await?;
+                note = format!(
+                    "integration {id} was already gone; deleted integration {other}, created for \
+                     this source after it; its webhook key no longer works"
+                );
+                id = other;
+            }
+            None => return Ok(Cleanup::Released),
+        }
+    }
     info!(source = %key, integration = id, "integration deleted; releasing the finalizer");
     release_finalizer(ctx, source).await?;
     event(
@@ -174,6 +177,38 @@ pub async fn cleanup(ctx: &Ctx, source: &TerdutAlertSource) -> Result<Cleanup, R
     )
     .await;
     Ok(Cleanup::Released)
+}
+
+/// The id of this source's integration on team `team_id`, found by its external_id, for a
+/// deletion that knows no (live) id. The POST may create: only for the object itself, still
+/// holding the finalizer (`None` otherwise: nothing to do). A pass on a stale copy after the
+/// release would make an integration that, were the operator killed before the DELETE that
+/// follows, no CR is left to delete. Any key in the answer is dropped unread.
+async fn by_external_id(
+    ctx: &Ctx,
+    source: &TerdutAlertSource,
+    client: &TerdutClient,
+    team_id: Id,
+) -> Result<Option<Id>, ReconcileError> {
+    let key = ObjectKey::of(source);
+    let live = live::<TerdutAlertSource>(ctx, &key.namespace, &key.name).await?;
+    if !live
+        .is_some_and(|l| l.uid() == source.uid() && l.finalizers().iter().any(|f| f == FINALIZER))
+    {
+        return Ok(None);
+    }
+    let new = NewIntegration {
+        kind: integration_kind(source.spec.kind),
+        name: source.spec.name.clone(),
+        external_id: external_id(&key.namespace, &key.name),
+    };
+    Ok(Some(
+        client
+            .create_integration(team_id, &new)
+            .await?
+            .integration()
+            .id,
+    ))
 }
 
 /// The object read live. Releasing the finalizer because the team or server is gone abandons
