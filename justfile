@@ -82,3 +82,9 @@ chaos-long *ARGS: tools
 bench *ARGS:
     bash e2e/control-plane/build.sh core >&2
     cargo run -q --release -p terdut-bench -- {{ARGS}}
+
+
+# The operator's own RSS at 1,000 and 10,000 teams and its peak during a relist, with the
+# release binary and the stand-in as separate processes (e2e/rss.py; takes ~15 minutes).
+bench-rss *ARGS: tools
+    bash e2e/rss.sh {{ARGS}}

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""`just bench-rss`: the operator's own memory, as a process of its own (issue 8, item 4).
+
+`just bench` runs the operator in the bench process next to its in-process stand-ins, so its
+RSS is an upper bound. Here the operator is the release binary, alone in its process, under the
+chart's RBAC (e2e/local-up.sh), with the stand-in as a separate process. For each step of
+--teams (default 1000,10000) it creates TerdutTeams (two dead man's switches each) up to that
+count, waits until all are Ready, and reads the operator's VmRSS; then it restarts the
+kube-apiserver (SIGUSR1 to local-cluster), so every watch relists, and reads VmHWM (the peak)
+once the watches are back. Prints a table; the raw numbers go to .tmp/bench/rss.json.
+
+Environment (set by rss.sh through local-up.sh): KUBECTL, KUBECONFIG, WORK, LOCAL_CLUSTER_PID,
+STANDIN_BIN, OPERATOR_BIN. Stdlib only.
+"""
+import argparse
+import base64
+import json
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from chaoslib.procs import Proc, apply, get_json, http, kubectl, wait_for  # noqa: E402
+
+NS, SERVER, GROUP, PORT = "rss", "terdut", "terdut.ryuvia.com/v1alpha1", 18400
+
+
+def log(msg):
+    print(f"[rss {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def proc_kib(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} for {pid}")
+
+
+def team(i):
+    return {
+        "apiVersion": GROUP, "kind": "TerdutTeam",
+        "metadata": {"name": f"t-{i:05d}", "namespace": NS},
+        "spec": {"serverRef": {"name": SERVER}, "displayName": f"RSS team {i}",
+                 "deadmanSwitches": [{"name": "heartbeat", "matcher": f"alertname=Heartbeat,team={i}",
+                                      "timeout": "15m", "severity": "critical"},
+                                     {"name": "backup", "matcher": f"alertname=Backup,team={i}",
+                                      "timeout": "1h", "severity": "warning"}]},
+    }
+
+
+def ready_count():
+    out = kubectl("get", "terdutteams", "-n", NS, "-o",
+                  "jsonpath={range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}")
+    return sum(1 for line in out.splitlines() if line.strip() == "True")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--teams", default="1000,10000", help="comma list of team counts, ascending")
+    p.add_argument("--batch", type=int, default=500, help="teams per kubectl apply")
+    p.add_argument("--timeout", type=int, default=1200, help="seconds for each step to converge")
+    a = p.parse_args()
+    work = os.environ["WORK"]
+    kubectl("create", "namespace", NS)
+    env = dict(os.environ, KUBECONFIG=os.path.join(work, "operator.kubeconfig"), RUST_LOG="warn")
+    operator = Proc("operator", [os.environ["OPERATOR_BIN"], "--leader-elect=false", "--log-format=text",
+                                 "--http-addr", "127.0.0.1:19564",
+                                 "--server-url-template", "http://127.0.0.1:{port}"],
+                    env, os.path.join(work, "operator.log"))
+    operator.start()
+    apply([{"apiVersion": GROUP, "kind": "TerdutServer", "metadata": {"name": SERVER, "namespace": NS},
+            "spec": {"image": {"tag": "v0.9.3"},
+                     "networking": {"hostname": "terdut.rss.example", "servicePort": PORT},
+                     "database": {"dsn": "postgres://terdut@pg:5432/terdut",
+                                  "passwordSecretRef": {"name": "pg", "key": "password"}}}}])
+    secret = wait_for("the operator key", lambda: get_json("secret", "-n", NS, f"{SERVER}-operator-key"), 120)
+    key = base64.b64decode(secret["data"]["token"]).decode()
+    standin = Proc("standin", [os.environ["STANDIN_BIN"], "--listen", f"127.0.0.1:{PORT}"],
+                   dict(os.environ, TERDUT_OPERATOR_KEY=key), os.path.join(work, "standin.log"))
+    standin.start()
+    wait_for("the stand-in", lambda: http("GET", f"http://127.0.0.1:{PORT}/healthz", timeout=2) is not None, 30)
+    pid = operator.proc.pid
+    idle = proc_kib(pid, "VmRSS")
+    log(f"operator pid {pid}: {idle / 1024:.1f} MiB with one TerdutServer and no team")
+    results, created = {"idle_rss_kib": idle, "steps": []}, 0
+    try:
+        for target in [int(x) for x in a.teams.split(",")]:
+            t0 = time.time()
+            while created < target:
+                n = min(a.batch, target - created)
+                apply([team(i) for i in range(created, created + n)])
+                created += n
+            made = time.time() - t0
+            deadline = time.time() + a.timeout
+            while (ready := ready_count()) < target and time.time() < deadline:
+                time.sleep(5)
+            if ready < target:
+                raise RuntimeError(f"only {ready} of {target} teams Ready after {a.timeout}s")
+            took = time.time() - t0
+            time.sleep(5)
+            rss, hwm_before = proc_kib(pid, "VmRSS"), proc_kib(pid, "VmHWM")
+            log(f"{target} teams Ready in {took:.0f}s (created in {made:.0f}s): RSS {rss / 1024:.1f} MiB")
+            os.kill(int(os.environ["LOCAL_CLUSTER_PID"]), signal.SIGUSR1)  # apiserver restart: relist
+            time.sleep(20)
+            wait_for("teams readable again", lambda: ready_count() >= target, 180)
+            time.sleep(10)
+            hwm = proc_kib(pid, "VmHWM")
+            after = proc_kib(pid, "VmRSS")
+            log(f"  after a kube-apiserver restart (every watch relists): peak {hwm / 1024:.1f} MiB, "
+                f"RSS {after / 1024:.1f} MiB")
+            results["steps"].append({"teams": target, "ready_secs": round(took, 1), "rss_kib": rss,
+                                     "hwm_before_relist_kib": hwm_before, "hwm_after_relist_kib": hwm,
+                                     "rss_after_relist_kib": after})
+    finally:
+        operator.kill()
+        standin.kill()
+    os.makedirs(".tmp/bench", exist_ok=True)
+    with open(".tmp/bench/rss.json", "w") as f:
+        json.dump(results, f, indent=1)
+    print("| teams | time to all Ready | operator RSS | peak during a relist | RSS after it |")
+    print("|---|---|---|---|---|")
+    print(f"| 0 (one TerdutServer) | | {idle / 1024:.1f} MiB | | |")
+    for s in results["steps"]:
+        print(f"| {s['teams']} | {s['ready_secs']:.0f} s | {s['rss_kib'] / 1024:.1f} MiB | "
+              f"{s['hwm_after_relist_kib'] / 1024:.1f} MiB | {s['rss_after_relist_kib'] / 1024:.1f} MiB |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
