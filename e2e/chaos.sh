@@ -10,7 +10,11 @@ source "$(dirname "$0")/local-up.sh"
 # local-up.sh starts local-cluster first.
 LOCAL_CLUSTER_PID=${PIDS[0]}
 export WORK OPERATOR_HTTP_PORT LOCAL_CLUSTER_PID
-PYTHONDONTWRITEBYTECODE=1 python3 e2e/chaos.py "$@" || {
-  for f in "$WORK"/operator*.log; do echo "--- $f (tail)"; tail -40 "$f"; done
+set -o pipefail
+PYTHONDONTWRITEBYTECODE=1 python3 e2e/chaos.py "$@" 2>&1 | tee "$WORK/chaos.out" || {
+  for f in "$WORK"/operator*.log "$WORK"/standin.log; do echo "--- $f (tail)"; tail -40 "$f"; done
+  # Last, so that a CI excerpt (the end of the output) names what failed.
+  echo "--- what failed (from $WORK/chaos.out)"
+  grep -E "FAIL|not converged|NOT converged|chaos: [0-9]+ passed" "$WORK/chaos.out" | cut -c1-2000
   exit 1
 }
