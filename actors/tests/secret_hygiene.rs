@@ -23,11 +23,10 @@
 //! and the Deployment must reference the key through `secretKeyRef` only.
 
 mod common;
+mod log_capture;
 mod source_fixture;
 mod teams;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use common::{eventually, setup};
@@ -37,6 +36,7 @@ use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use log_capture::capture_logs;
 use serde_json::json;
 use source_fixture::{
     WAIT, Webhook, annotate, patch_spec as patch_source, sources, wait_event, wait_ready_id,
@@ -45,50 +45,6 @@ use source_fixture::{
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 
 const PORT: u16 = 19471;
-
-/// Everything the process logged.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Capture {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-static LOGS: OnceLock<Capture> = OnceLock::new();
-
-/// Installs the capturing subscriber once, before the operator starts. `try_init` also bridges
-/// the `log` crate (reqwest, rustls) into it.
-fn capture_logs() -> Capture {
-    use tracing_subscriber::util::SubscriberInitExt;
-    LOGS.get_or_init(|| {
-        let capture = Capture::default();
-        let writer = capture.clone();
-        tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new(
-                "debug,terdut_standin=warn,tower=info",
-            ))
-            .with_ansi(false)
-            .with_writer(move || writer.clone())
-            .finish()
-            .try_init()
-            .expect("no subscriber yet");
-        capture
-    })
-    .clone()
-}
 
 /// What one secret looks like in the places it must not be.
 struct Needle {
@@ -288,7 +244,7 @@ async fn patch_team(api: &Api<TerdutTeam>, spec: serde_json::Value) {
 
 #[tokio::test]
 async fn no_operator_key_integration_key_or_url_anywhere_over_a_lifecycle() {
-    let logs = capture_logs();
+    let logs = capture_logs("debug,terdut_standin=warn,tower=info");
     let (cp, client, ns, op) = setup("hygiene").await;
     let data_dir = cp.dir().join(format!("hygiene-{ns}"));
     std::fs::create_dir_all(&data_dir).unwrap();

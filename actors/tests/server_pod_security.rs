@@ -19,10 +19,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::{eventually, operator};
+use common::{eventually, operator, zalando_crd};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::json;
@@ -135,21 +134,6 @@ async fn assert_restricted(client: &kube::Client, ns: &str, d: &Deployment, what
         err.contains("violates PodSecurity") && err.contains("allowPrivilegeEscalation"),
         "{what}: {err}"
     );
-}
-
-fn zalando_crd() -> CustomResourceDefinition {
-    serde_json::from_value(json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "postgresqls.acid.zalan.do"},
-        "spec": {
-            "group": "acid.zalan.do", "scope": "Namespaced",
-            "names": {"kind": "postgresql", "plural": "postgresqls", "singular": "postgresql"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
-        }
-    }))
-    .unwrap()
 }
 
 #[tokio::test]

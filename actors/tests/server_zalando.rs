@@ -8,9 +8,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::{eventually, setup};
+use common::{eventually, setup, zalando_crd};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::json;
@@ -22,21 +21,6 @@ async fn ready_reason(api: &Api<TerdutServer>, name: &str) -> Option<(String, St
     let st = api.get(name).await.ok()?.status?;
     let c = st.conditions.into_iter().find(|c| c.type_ == "Ready")?;
     Some((c.reason, c.message))
-}
-
-fn zalando_crd() -> CustomResourceDefinition {
-    serde_json::from_value(json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "postgresqls.acid.zalan.do"},
-        "spec": {
-            "group": "acid.zalan.do", "scope": "Namespaced",
-            "names": {"kind": "postgresql", "plural": "postgresqls", "singular": "postgresql"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
-        }
-    }))
-    .unwrap()
 }
 
 #[tokio::test]

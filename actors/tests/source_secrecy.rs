@@ -8,62 +8,22 @@
 //! the one place they belong). A binary of its own: the subscriber is process-wide.
 
 mod common;
+mod log_capture;
 mod source_fixture;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use common::{eventually, setup};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use log_capture::capture_logs;
 use serde_json::json;
 use source_fixture::*;
 
-/// Everything the process logged.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Capture {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-static LOGS: OnceLock<Capture> = OnceLock::new();
-
-/// Installs the capturing subscriber once, before the operator starts.
-fn capture_logs() -> Capture {
-    LOGS.get_or_init(|| {
-        let capture = Capture::default();
-        let writer = capture.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new(
-                "terdut_actors=debug,kube=debug,kube_client=debug,kube_runtime=debug,warn",
-            ))
-            .with_ansi(false)
-            .with_writer(move || writer.clone())
-            .finish();
-        tracing::subscriber::set_global_default(subscriber).expect("no subscriber yet");
-        capture
-    })
-    .clone()
-}
-
 #[tokio::test]
 async fn no_url_or_key_in_logs_events_or_status() {
-    let logs = capture_logs();
+    let logs =
+        capture_logs("terdut_actors=debug,kube=debug,kube_client=debug,kube_runtime=debug,warn");
     let (_, client, ns, _) = setup("src-secrecy").await;
     let (_standin, _) = server_and_team(&client, &ns, 19310, "platform").await;
     let api = sources(&client, &ns);

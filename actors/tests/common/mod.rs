@@ -188,3 +188,21 @@ pub async fn standin_for(
         .await
         .expect("stand-in started")
 }
+
+/// The CRD of the Zalando postgres-operator's `postgresql` kind (schema-less), for the
+/// `database.postgresClusterRef` path (DESIGN §8).
+pub fn zalando_crd()
+-> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "postgresqls.acid.zalan.do"},
+        "spec": {
+            "group": "acid.zalan.do", "scope": "Namespaced",
+            "names": {"kind": "postgresql", "plural": "postgresqls", "singular": "postgresql"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    }))
+    .unwrap()
+}
