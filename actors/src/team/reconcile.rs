@@ -16,14 +16,14 @@
 
 use std::time::Duration;
 
-use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::EventType;
+use kube::{Resource, ResourceExt};
 use terdut_crds::v1alpha1::conditions;
 use terdut_crds::v1alpha1::{TerdutTeam, TerdutTeamStatus};
 use tracing::{debug, warn};
 
 use super::delete::finalize;
-use super::events;
 use super::pass::{PassResult, converge};
 use super::status::{
     DesiredStatus, Outcome, StatusInputs, desired_status, is_paused, paused_status, status_patch,
@@ -188,27 +188,25 @@ impl TeamReconciler {
         }
         memory.warned = Some(want.reason.clone());
         let key = ObjectKey::of(team);
-        if waiting {
+        // Waiting for the server is expected on the way up (DESIGN §5), so it is Normal; every
+        // other not-ready reason is a Warning.
+        let type_ = if waiting {
             debug!(team = %key, message = %want.message, "waiting for the server");
-            events::normal(
-                &self.ctx,
-                team,
-                &want.reason,
-                "Reconcile",
-                want.message.clone(),
-            )
-            .await;
+            EventType::Normal
         } else {
             warn!(team = %key, reason = %want.reason, message = %want.message, "not ready");
-            events::warning(
-                &self.ctx,
-                team,
+            EventType::Warning
+        };
+        self.ctx
+            .events
+            .publish(
+                &team.object_ref(&()),
+                type_,
                 &want.reason,
                 "Reconcile",
                 want.message.clone(),
             )
             .await;
-        }
     }
 
     /// Writes the status when it changed. A team deleted meanwhile (404) is not an error.
