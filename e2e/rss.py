@@ -9,6 +9,10 @@ count, waits until all are Ready, and reads the operator's VmRSS; then it restar
 kube-apiserver (SIGUSR1 to local-cluster), so every watch relists, and reads VmHWM (the peak)
 once the watches are back. Prints a table; the raw numbers go to .tmp/bench/rss.json.
 
+With --heap-profile FILE the operator runs under heaptrack (LD_PRELOAD; every allocation with
+its backtrace), is stopped with SIGTERM at the end, and the peak consumers are printed to
+FILE.txt (`heaptrack_print`). The RSS figures of such a run include heaptrack's own buffers.
+
 Environment (set by rss.sh through local-up.sh): KUBECTL, KUBECONFIG, WORK, LOCAL_CLUSTER_PID,
 STANDIN_BIN, OPERATOR_BIN. Stdlib only.
 """
@@ -17,6 +21,7 @@ import base64
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -50,6 +55,31 @@ def team(i):
     }
 
 
+def operator_pid(operator, wrapped):
+    """The operator's own pid: under heaptrack, the child of its wrapper script."""
+    if not wrapped:
+        return operator.proc.pid
+    exe = os.path.basename(os.environ["OPERATOR_BIN"])
+    found = wait_for("the profiled operator", lambda: subprocess.run(
+        ["pgrep", "-P", str(operator.proc.pid), "-x", exe[:15]], capture_output=True, text=True).stdout.split(), 60)
+    return int(found[0])
+
+
+def stop_profiled(operator, pid, path):
+    """SIGTERM (a clean exit lets heaptrack finish its file), then the peak consumers."""
+    os.kill(pid, signal.SIGTERM)
+    operator.proc.wait(timeout=300)
+    data = next((f"{path}{ext}" for ext in (".zst", ".gz", "") if os.path.exists(f"{path}{ext}")), None)
+    if data is None:
+        log(f"heaptrack wrote no {path}.*")
+        return
+    with open(f"{path}.txt", "w") as out:
+        subprocess.run(["heaptrack_print", "-f", data, "--print-peaks=1", "--peak-limit=40",
+                        "--sub-peak-limit=3", "--print-allocators=0", "--print-leaks=0",
+                        "--print-temporary=0"], stdout=out, check=False)
+    log(f"heap profile: {data}; peak consumers in {path}.txt")
+
+
 def ready_count():
     out = kubectl("get", "terdutteams", "-n", NS, "-o",
                   "jsonpath={range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}")
@@ -61,11 +91,13 @@ def main():
     p.add_argument("--teams", default="1000,10000", help="comma list of team counts, ascending")
     p.add_argument("--batch", type=int, default=500, help="teams per kubectl apply")
     p.add_argument("--timeout", type=int, default=1200, help="seconds for each step to converge")
+    p.add_argument("--heap-profile", metavar="FILE", help="run the operator under heaptrack, writing FILE")
     a = p.parse_args()
     work = os.environ["WORK"]
     kubectl("create", "namespace", NS)
     env = dict(os.environ, KUBECONFIG=os.path.join(work, "operator.kubeconfig"), RUST_LOG="warn")
-    operator = Proc("operator", [os.environ["OPERATOR_BIN"], "--leader-elect=false", "--log-format=text",
+    wrap = ["heaptrack", "-o", os.path.abspath(a.heap_profile)] if a.heap_profile else []
+    operator = Proc("operator", [*wrap, os.environ["OPERATOR_BIN"], "--leader-elect=false", "--log-format=text",
                                  "--http-addr", "127.0.0.1:19564",
                                  "--server-url-template", "http://127.0.0.1:{port}"],
                     env, os.path.join(work, "operator.log"))
@@ -81,7 +113,7 @@ def main():
                    dict(os.environ, TERDUT_OPERATOR_KEY=key), os.path.join(work, "standin.log"))
     standin.start()
     wait_for("the stand-in", lambda: http("GET", f"http://127.0.0.1:{PORT}/healthz", timeout=2) is not None, 30)
-    pid = operator.proc.pid
+    pid = operator_pid(operator, bool(wrap))
     idle = proc_kib(pid, "VmRSS")
     log(f"operator pid {pid}: {idle / 1024:.1f} MiB with one TerdutServer and no team")
     results, created = {"idle_rss_kib": idle, "steps": []}, 0
@@ -114,6 +146,8 @@ def main():
                                      "hwm_before_relist_kib": hwm_before, "hwm_after_relist_kib": hwm,
                                      "rss_after_relist_kib": after})
     finally:
+        if wrap:
+            stop_profiled(operator, pid, a.heap_profile)
         operator.kill()
         standin.kill()
     os.makedirs(".tmp/bench", exist_ok=True)
