@@ -327,6 +327,82 @@ async fn events_are_published_read_back_and_secrets_never_leave() -> anyhow::Res
     Ok(())
 }
 
+/// Repeats fold into one Event's series (what `kubectl describe` shows as "x3 over 2s"),
+/// another reason is another Event, and a repeat whose Event was deleted starts a new one.
+#[tokio::test]
+async fn repeats_fold_into_one_event_series() -> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let client = cp.client().await?;
+    let ns = cp.namespace(&client, "event-series").await?;
+    let cm = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("target".into()),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    };
+    let cm = Api::<ConfigMap>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &cm)
+        .await?;
+    let regarding = cm.object_ref(&());
+    let events = EventPublisher::new(client.clone(), "terdut.io/operator", "operator-0");
+    let api = Api::<K8sEvent>::namespaced(client.clone(), &ns);
+    let warn = |note: &str| {
+        events.publish(
+            &regarding,
+            EventType::Warning,
+            "UnknownUser",
+            "Reconcile",
+            note.to_owned(),
+        )
+    };
+    let of_reason = |list: &[K8sEvent], reason: &str| -> Vec<K8sEvent> {
+        list.iter()
+            .filter(|e| e.reason.as_deref() == Some(reason))
+            .cloned()
+            .collect()
+    };
+
+    warn("user alice is not known").await;
+    warn("user alice is not known").await;
+    warn("user bob is not known").await;
+    events
+        .publish(
+            &regarding,
+            EventType::Normal,
+            "TeamCreated",
+            "Create",
+            "ok".into(),
+        )
+        .await;
+    assert_eq!(events.failures(), 0);
+    let list = api.list(&Default::default()).await?.items;
+    let unknown = of_reason(&list, "UnknownUser");
+    assert_eq!(unknown.len(), 1, "three repeats are one Event: {unknown:?}");
+    let series = unknown[0].series.as_ref().context("a series")?;
+    assert_eq!(series.count, 3);
+    assert_eq!(
+        unknown[0].note.as_deref(),
+        Some("user alice is not known"),
+        "the note stays the first one's"
+    );
+    assert_eq!(of_reason(&list, "TeamCreated").len(), 1);
+    assert!(of_reason(&list, "TeamCreated")[0].series.is_none());
+
+    // Someone (or the apiserver's event TTL) removed it: the next repeat is a new Event.
+    let name = unknown[0].metadata.name.clone().context("name")?;
+    api.delete(&name, &Default::default()).await?;
+    warn("user carol is not known").await;
+    assert_eq!(events.failures(), 0, "a vanished Event is not a failure");
+    let list = api.list(&Default::default()).await?.items;
+    let unknown = of_reason(&list, "UnknownUser");
+    assert_eq!(unknown.len(), 1, "{unknown:?}");
+    assert_ne!(unknown[0].metadata.name.as_deref(), Some(name.as_str()));
+    assert_eq!(unknown[0].note.as_deref(), Some("user carol is not known"));
+    assert!(unknown[0].series.is_none());
+    Ok(())
+}
+
 #[tokio::test]
 async fn sigterm_cancels_the_shutdown_token() -> anyhow::Result<()> {
     let token = shutdown::on_signal();

@@ -1,10 +1,11 @@
 //! Kubernetes Events (events.k8s.io/v1) for every externally visible action.
 //!
-//! A thin layer over kube's [`Recorder`], which already folds repeats of the same
-//! (object, reason, action, type) within six minutes into one Event series. What it adds:
-//! publishing never fails the caller (an Event is a courtesy to the user, not part of the
-//! reconcile), failures are logged and counted, every call is bounded by a timeout, and notes
-//! are kept within the API's limits.
+//! Repeats of the same (object, type, reason, action) within six minutes are folded into one
+//! Event series, as kube's `Recorder` does, but with a compact cache of its own
+//! ([`event_series`](super::event_series): the `Recorder` kept a clone of every Event, which
+//! cost more per team than the cached TerdutTeam itself). Publishing never fails the caller
+//! (an Event is a courtesy to the user, not part of the reconcile), failures are logged and
+//! counted, every call is bounded by a timeout, and notes are kept within the API's limits.
 //!
 //! Caveat of that folding: a repeat within the window bumps the first Event's count but keeps
 //! its *note*, so a detail that must be visible every time belongs in the reason or action.
@@ -14,12 +15,19 @@
 //! leaves the process, and the incident is logged as an error so the leaking call site is found.
 
 use std::fmt;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::{Event, EventSeries};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use kube::runtime::events::{Event, Recorder, Reporter};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use prometheus_client::metrics::counter::Counter;
+use serde_json::json;
+
+use super::event_series::{Published, SeriesCache, SeriesKey};
 
 pub use kube::runtime::events::EventType;
 
@@ -36,10 +44,13 @@ const MAX_WORD_BYTES: usize = 128;
 /// An Event that cannot be published within this is dropped rather than stall a reconcile.
 const PUBLISH_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Publishes Events as one reporting controller instance. Clones share the dedup cache.
+/// Publishes Events as one reporting controller instance. Clones share the series cache.
 #[derive(Clone)]
 pub struct EventPublisher {
-    recorder: Recorder,
+    client: Client,
+    controller: String,
+    instance: String,
+    series: Arc<Mutex<SeriesCache>>,
     failures: Counter,
 }
 
@@ -55,12 +66,11 @@ impl EventPublisher {
     /// `controller` is `reportingController` (e.g. `terdut.io/operator`), `instance` is
     /// `reportingInstance` (the pod name).
     pub fn new(client: Client, controller: impl Into<String>, instance: impl Into<String>) -> Self {
-        let reporter = Reporter {
-            controller: controller.into(),
-            instance: Some(instance.into()),
-        };
         Self {
-            recorder: Recorder::new(client, reporter),
+            client,
+            controller: controller.into(),
+            instance: instance.into(),
+            series: Arc::default(),
             failures: Counter::default(),
         }
     }
@@ -93,26 +103,111 @@ impl EventPublisher {
             object = ?regarding.name, namespace = ?regarding.namespace,
             ?type_, reason, action, note, "publishing event"
         );
-        let event = Event {
-            type_,
-            reason: truncate(reason, MAX_WORD_BYTES).to_owned(),
-            action: truncate(action, MAX_WORD_BYTES).to_owned(),
-            note: Some(note),
-            secondary: None,
+        let reason = truncate(reason, MAX_WORD_BYTES);
+        let action = truncate(action, MAX_WORD_BYTES);
+        let error = match tokio::time::timeout(
+            PUBLISH_TIMEOUT,
+            self.send(regarding, type_, reason, action, note),
+        )
+        .await
+        {
+            Ok(Ok(())) => return,
+            Ok(Err(error)) => error.to_string(),
+            Err(_) => format!("timed out after {PUBLISH_TIMEOUT:?}"),
         };
-        let error =
-            match tokio::time::timeout(PUBLISH_TIMEOUT, self.recorder.publish(&event, regarding))
-                .await
-            {
-                Ok(Ok(())) => return,
-                Ok(Err(error)) => error.to_string(),
-                Err(_) => format!("timed out after {PUBLISH_TIMEOUT:?}"),
-            };
         self.failures.inc();
         tracing::warn!(
             object = ?regarding.name, namespace = ?regarding.namespace,
             reason, %error, "publishing an event failed"
         );
+    }
+}
+
+impl EventPublisher {
+    /// A repeat within the window bumps its series; anything else is a new Event.
+    async fn send(
+        &self,
+        regarding: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) -> Result<(), kube::Error> {
+        let type_ = match type_ {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        };
+        let key = SeriesKey::of(type_, reason, action, regarding);
+        let now = Timestamp::now();
+        let repeat = self.lock().repeat(key, now);
+        if let Some(published) = repeat {
+            match self.bump(&published, now).await {
+                Err(kube::Error::Api(e)) if e.code == 404 => self.lock().forget(key),
+                other => return other,
+            }
+        }
+        let event = self.event(regarding, type_, reason, action, note, now);
+        let namespace = event.metadata.namespace.clone().unwrap_or_default();
+        let created = Api::<Event>::namespaced(self.client.clone(), &namespace)
+            .create(&PostParams::default(), &event)
+            .await?;
+        let name = created.metadata.name.unwrap_or_default();
+        self.lock().record(key, namespace, name, now);
+        Ok(())
+    }
+
+    /// Counts one more occurrence on the published Event (its note stays the first one's).
+    async fn bump(&self, published: &Published, now: Timestamp) -> Result<(), kube::Error> {
+        let series = EventSeries {
+            count: published.count,
+            last_observed_time: MicroTime(now),
+        };
+        Api::<Event>::namespaced(self.client.clone(), &published.namespace)
+            .patch(
+                &published.name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "series": series })),
+            )
+            .await
+            .map(drop)
+    }
+
+    fn event(
+        &self,
+        regarding: &ObjectReference,
+        type_: &str,
+        reason: &str,
+        action: &str,
+        note: String,
+        now: Timestamp,
+    ) -> Event {
+        // Cluster-scoped objects get their Events in `default`, as with kube's Recorder.
+        let namespace = regarding
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let base = regarding.name.as_deref().unwrap_or(&self.controller);
+        Event {
+            action: Some(action.to_owned()),
+            reason: Some(reason.to_owned()),
+            event_time: Some(MicroTime(now)),
+            regarding: Some(regarding.clone()),
+            note: Some(note),
+            metadata: ObjectMeta {
+                namespace: Some(namespace),
+                name: Some(format!("{base}.{:x}", now.as_nanosecond())),
+                ..ObjectMeta::default()
+            },
+            reporting_controller: Some(self.controller.clone()),
+            reporting_instance: Some(self.instance.clone()),
+            type_: Some(type_.to_owned()),
+            ..Event::default()
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SeriesCache> {
+        // The cache holds no invariant a panicking holder could break halfway.
+        self.series.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
