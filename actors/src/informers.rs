@@ -214,7 +214,8 @@ pub fn build(client: &Client, namespaces: &[String], routes: Arc<dyn Routes>) ->
         )
         .default_backoff()
         .modify(|o| {
-            o.managed_fields_mut().clear();
+            // None, not `clear()`: a cleared Vec keeps its buffer in every cached object.
+            o.meta_mut().managed_fields = None;
         })
         .reflect(writer);
         tasks.push(Box::pin(async move {
@@ -347,7 +348,8 @@ where
     let stream = watcher::watcher(api, cfg)
         .default_backoff()
         .modify(|o| {
-            o.managed_fields_mut().clear();
+            // None, not `clear()`: a cleared Vec keeps its buffer in every cached object.
+            o.meta_mut().managed_fields = None;
         })
         .reflect(writer);
     let kind = K::kind(&()).into_owned();
