@@ -37,6 +37,12 @@ pub struct Cli {
     #[arg(long, env = "TERDUT_API_TIMEOUT", default_value = "15s", value_parser = parse_duration)]
     pub api_timeout: Duration,
 
+    /// TerdutTeam passes, and separately TerdutAlertSource passes, that run at once. Bounds
+    /// the memory of a cold start or relist of many objects (docs/performance.md).
+    #[arg(long, env = "TERDUT_MAX_CONCURRENT_RECONCILES", default_value_t = 256,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_concurrent_reconciles: u16,
+
     /// Run leader election on a Lease, so that several replicas can run (only the leader acts).
     #[arg(long, env = "TERDUT_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
     pub leader_elect: bool,

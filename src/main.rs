@@ -74,6 +74,7 @@ async fn main() -> anyhow::Result<()> {
             server_url_template: cli.server_url_template,
             api_timeout: cli.api_timeout,
             test_hooks: cli.test_hooks,
+            max_concurrent_passes: cli.max_concurrent_reconciles.into(),
             watch_namespaces: cli
                 .watch_namespaces
                 .iter()

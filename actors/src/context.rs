@@ -46,6 +46,11 @@ pub struct OperatorConfig {
     /// namespace (the cluster-wide default of DESIGN §9). A list lets the operator run with
     /// per-namespace Roles (`rbac.namespaced` in the chart).
     pub watch_namespaces: Vec<String>,
+    /// Passes of TerdutTeams, and separately of TerdutAlertSources, that run at once
+    /// (controller-runtime's MaxConcurrentReconciles). A running pass holds ~15 KB of future
+    /// (heap profile, docs/performance.md); an actor waiting for its turn holds almost
+    /// nothing, so this bounds what a cold start or a relist of many objects costs in memory.
+    pub max_concurrent_passes: usize,
 }
 
 impl Default for OperatorConfig {
@@ -58,6 +63,7 @@ impl Default for OperatorConfig {
             blocked_retry: Duration::from_secs(30),
             test_hooks: false,
             watch_namespaces: Vec::new(),
+            max_concurrent_passes: 256,
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod informers;
 pub mod key;
 pub mod operator;
 pub mod pacing;
+pub mod pass_limit;
 pub mod runtime;
 pub mod server;
 pub mod source;

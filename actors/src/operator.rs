@@ -547,17 +547,14 @@ pub async fn start_with(
 
     let (sources, source_handle) = Actor::spawn(
         None,
-        KeyedSupervisor::new(
-            SourceFactory { ctx: ctx.clone() },
-            sup_config(rand::random()),
-        ),
+        KeyedSupervisor::new(SourceFactory::new(ctx.clone()), sup_config(rand::random())),
         (),
     )
     .await?;
 
     let (teams, team_handle) = Actor::spawn(
         None,
-        KeyedSupervisor::new(TeamFactory { ctx: ctx.clone() }, sup_config(rand::random())),
+        KeyedSupervisor::new(TeamFactory::new(ctx.clone()), sup_config(rand::random())),
         (),
     )
     .await?;

@@ -238,9 +238,11 @@ impl Actor for ServerActor {
         match msg {
             ServerMsg::Reconcile => {
                 state.child.nudge_received();
-                self.reconcile(&myself, state).await
+                // Boxed for the same reason as the team and source passes: an inline handler
+                // future would size every idle actor's processing loop (docs/performance.md).
+                Box::pin(self.reconcile(&myself, state)).await
             }
-            ServerMsg::Resync => self.reconcile(&myself, state).await,
+            ServerMsg::Resync => Box::pin(self.reconcile(&myself, state)).await,
             ServerMsg::Credentials(reply) => {
                 let answer = match &state.client {
                     Some((_, c)) => Credentials::Ready(c.clone()),

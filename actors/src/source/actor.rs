@@ -19,6 +19,7 @@ use tracing::debug;
 use super::reconcile::{SourceMemory, SourceReconciler};
 use crate::context::Ctx;
 use crate::key::ObjectKey;
+use crate::pass_limit::PassLimit;
 use crate::supervisor::{ChildContext, ChildFactory, ChildMsg};
 
 const KIND: &str = "source";
@@ -52,6 +53,15 @@ impl PartialEq for SourceSpec {
 #[derive(Clone, Debug)]
 pub struct SourceFactory {
     pub ctx: Ctx,
+    /// Shared by all its actors (`max_concurrent_passes`).
+    passes: PassLimit,
+}
+
+impl SourceFactory {
+    pub fn new(ctx: Ctx) -> Self {
+        let passes = PassLimit::new(ctx.config.max_concurrent_passes);
+        Self { ctx, passes }
+    }
 }
 
 impl ChildFactory for SourceFactory {
@@ -67,6 +77,7 @@ impl ChildFactory for SourceFactory {
             SourceActor {
                 ctx: self.ctx.clone(),
                 reconciler: SourceReconciler::new(self.ctx.clone()),
+                passes: self.passes.clone(),
             },
             child,
         )
@@ -105,6 +116,7 @@ impl std::fmt::Debug for SourceState {
 pub struct SourceActor {
     ctx: Ctx,
     reconciler: SourceReconciler,
+    passes: PassLimit,
 }
 
 impl Actor for SourceActor {
@@ -145,7 +157,11 @@ impl Actor for SourceActor {
         if let SourceMsg::Reconcile = msg {
             state.child.nudge_received();
         }
-        self.reconcile(&myself, state).await;
+        // Made and boxed by the limit once a slot is free, so the pass's future (~15 KB)
+        // exists only while the pass runs: ractor boxes each actor's processing loop once, and
+        // a handler future awaited inline would make every idle actor carry that size
+        // (docs/performance.md, heap profile).
+        self.passes.run(|| self.reconcile(&myself, state)).await;
         Ok(())
     }
 }

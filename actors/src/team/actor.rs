@@ -18,6 +18,7 @@ pub use super::reconcile::Next;
 use super::reconcile::{TeamMemory, TeamReconciler};
 use crate::context::Ctx;
 use crate::key::ObjectKey;
+use crate::pass_limit::PassLimit;
 use crate::supervisor::{ChildContext, ChildFactory, ChildMsg};
 
 /// Messages a team actor handles.
@@ -49,6 +50,15 @@ impl PartialEq for TeamSpec {
 #[derive(Clone, Debug)]
 pub struct TeamFactory {
     pub ctx: Ctx,
+    /// Shared by all its actors (`max_concurrent_passes`).
+    passes: PassLimit,
+}
+
+impl TeamFactory {
+    pub fn new(ctx: Ctx) -> Self {
+        let passes = PassLimit::new(ctx.config.max_concurrent_passes);
+        Self { ctx, passes }
+    }
 }
 
 impl ChildFactory for TeamFactory {
@@ -64,6 +74,7 @@ impl ChildFactory for TeamFactory {
             TeamActor {
                 ctx: self.ctx.clone(),
                 reconciler: TeamReconciler::new(self.ctx.clone()),
+                passes: self.passes.clone(),
             },
             child,
         )
@@ -102,6 +113,7 @@ impl std::fmt::Debug for TeamState {
 pub struct TeamActor {
     ctx: Ctx,
     reconciler: TeamReconciler,
+    passes: PassLimit,
 }
 
 impl Actor for TeamActor {
@@ -142,7 +154,11 @@ impl Actor for TeamActor {
         if let TeamMsg::Reconcile = msg {
             state.child.nudge_received();
         }
-        self.reconcile(&myself, state).await;
+        // Made and boxed by the limit once a slot is free, so the pass's future (~15 KB)
+        // exists only while the pass runs: ractor boxes each actor's processing loop once, and
+        // a handler future awaited inline would make every idle actor carry that size
+        // (docs/performance.md, heap profile).
+        self.passes.run(|| self.reconcile(&myself, state)).await;
         Ok(())
     }
 }

@@ -73,6 +73,9 @@ pub async fn operator() -> &'static TestOperator {
                         // A team waiting for a user to sign up retries every 2s, not 30s.
                         blocked_retry: Duration::from_secs(2),
                         watch_namespaces: Vec::new(),
+                        // Small, so every test also runs with passes queueing for a slot
+                        // (a pass waiting on another pass's slot would hang a test).
+                        max_concurrent_passes: 2,
                     },
                     restart_policy: test_policy(),
                     clock: Arc::new(SystemClock),
