@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use k8s_openapi::api::events::v1::Event as K8sEvent;
 use kube::api::{ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -256,11 +256,11 @@ async fn a_partitioned_leader_steps_down_before_the_standby_takes_over() -> anyh
     Ok(())
 }
 
-#[tokio::test]
-async fn events_are_published_read_back_and_secrets_never_leave() -> anyhow::Result<()> {
+/// A fresh namespace with a ConfigMap in it for Events to be about.
+async fn event_target(name: &str) -> anyhow::Result<(Client, String, ObjectReference)> {
     let cp = ControlPlane::shared().await?;
     let client = cp.client().await?;
-    let ns = cp.namespace(&client, "events").await?;
+    let ns = cp.namespace(&client, name).await?;
     let cm = ConfigMap {
         metadata: ObjectMeta {
             name: Some("target".into()),
@@ -271,7 +271,12 @@ async fn events_are_published_read_back_and_secrets_never_leave() -> anyhow::Res
     let cm = Api::<ConfigMap>::namespaced(client.clone(), &ns)
         .create(&PostParams::default(), &cm)
         .await?;
-    let regarding = cm.object_ref(&());
+    Ok((client, ns, cm.object_ref(&())))
+}
+
+#[tokio::test]
+async fn events_are_published_read_back_and_secrets_never_leave() -> anyhow::Result<()> {
+    let (client, ns, regarding) = event_target("events").await?;
     let events = EventPublisher::new(client.clone(), "terdut.io/operator", "operator-0");
 
     events
@@ -331,20 +336,7 @@ async fn events_are_published_read_back_and_secrets_never_leave() -> anyhow::Res
 /// another reason is another Event, and a repeat whose Event was deleted starts a new one.
 #[tokio::test]
 async fn repeats_fold_into_one_event_series() -> anyhow::Result<()> {
-    let cp = ControlPlane::shared().await?;
-    let client = cp.client().await?;
-    let ns = cp.namespace(&client, "event-series").await?;
-    let cm = ConfigMap {
-        metadata: ObjectMeta {
-            name: Some("target".into()),
-            ..ObjectMeta::default()
-        },
-        ..ConfigMap::default()
-    };
-    let cm = Api::<ConfigMap>::namespaced(client.clone(), &ns)
-        .create(&PostParams::default(), &cm)
-        .await?;
-    let regarding = cm.object_ref(&());
+    let (client, ns, regarding) = event_target("event-series").await?;
     let events = EventPublisher::new(client.clone(), "terdut.io/operator", "operator-0");
     let api = Api::<K8sEvent>::namespaced(client.clone(), &ns);
     let warn = |note: &str| {
