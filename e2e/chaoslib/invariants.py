@@ -5,7 +5,7 @@ import base64
 import hashlib
 from collections import Counter
 
-from .procs import get_json, http
+from .procs import http, http_retry, list_items
 from .workload import NS, Model
 
 SECONDS = {"1m": 60, "5m": 300, "10m": 600}
@@ -15,15 +15,14 @@ class World:
     """One read of everything: the CRs, the webhook Secrets and the stand-in's state."""
 
     def __init__(self, admin):
-        self.teams = {o["metadata"]["name"]: o for o in (get_json("terdutteams", "-n", NS) or {"items": []})["items"]}
-        self.sources = {o["metadata"]["name"]: o
-                        for o in (get_json("terdutalertsources", "-n", NS) or {"items": []})["items"]}
-        self.state = http("GET", f"{admin}/admin/state")
+        self.teams = {o["metadata"]["name"]: o for o in list_items("terdutteams", "-n", NS)}
+        self.sources = {o["metadata"]["name"]: o for o in list_items("terdutalertsources", "-n", NS)}
+        self.state = http_retry("GET", f"{admin}/admin/state")
         self.server_teams = {t["external_id"]: t for t in self.state["teams"]}
 
     def webhook_keys(self):
         """{source: key} from the webhook Secrets."""
-        secrets = (get_json("secrets", "-n", NS) or {"items": []})["items"]
+        secrets = list_items("secrets", "-n", NS)
         keys = {}
         for sec in secrets:
             name = sec["metadata"]["name"]

@@ -27,6 +27,29 @@ def get_json(*args):
     return json.loads(out.stdout) if out.returncode == 0 else None
 
 
+def list_items(kind, *args, tries=10):
+    """The items of `kubectl get KIND ARGS`, retried: an invariant read from a failed kubectl
+    call (an empty list) would report every server object as an orphan."""
+    for attempt in range(tries):
+        out = subprocess.run([KUBECTL, "get", "-o", "json", kind, *args], capture_output=True, text=True)
+        if out.returncode == 0:
+            return json.loads(out.stdout)["items"]
+        time.sleep(1 + attempt)
+    raise RuntimeError(f"kubectl get {kind} failed {tries} times: {out.stderr.strip()[:300]}")
+
+
+def http_retry(method, url, body=None, tries=5):
+    """`http`, retried on connection errors and timeouts (a read of the stand-in's admin view
+    while it is busy must not end the run)."""
+    for attempt in range(tries):
+        try:
+            return http(method, url, body)
+        except OSError:
+            if attempt == tries - 1:
+                raise
+            time.sleep(1 + attempt)
+
+
 def apply(manifests):
     """Server-side apply of many objects in one kubectl call (one call costs ~0.3 s here)."""
     if manifests:

@@ -96,6 +96,11 @@ class Pair:
         """Signals the leader; returns (seconds to the other holding the Lease, seconds to it
         reconciling) and restarts the old leader as standby."""
         old = holder()
+        for _ in range(10):  # a failed kubectl read is no verdict on the Lease
+            if old in self.procs:
+                break
+            time.sleep(0.5)
+            old = holder()
         if old not in self.procs:
             raise RuntimeError(f"lease held by {old!r}, not by a replica")
         new = next(n for n in self.procs if n != old)
