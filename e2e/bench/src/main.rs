@@ -65,6 +65,10 @@ struct Args {
     /// a short idle window; the forced resync does not depend on it.
     #[arg(long, default_value_t = 300)]
     resync_secs: u64,
+    /// The operator's `--max-concurrent-reconciles` (team passes, and separately source
+    /// passes, at once) for the actor runtime (a).
+    #[arg(long, default_value_t = 256)]
+    max_concurrent_reconciles: usize,
     /// Idle window after the forced resync.
     #[arg(long, default_value_t = 600)]
     idle_secs: u64,
@@ -227,6 +231,7 @@ async fn start_operator(
     let opts = StartOptions {
         config: OperatorConfig {
             resync: Duration::from_secs(args.resync_secs),
+            max_concurrent_passes: args.max_concurrent_reconciles,
             server_url_template: "http://127.0.0.1:{port}".into(),
             watch_namespaces: vec![ns.to_owned()],
             ..OperatorConfig::default()
