@@ -29,20 +29,27 @@ use terdut_standin::FaultRule;
 
 const FINALIZER: &str = "terdut.ryuvia.com/source-cleanup";
 
+/// Creates alert source `am` (Alertmanager "prod-am" of team `platform`) and waits until it
+/// is Ready; returns its integration id.
+async fn create_ready_am(client: &kube::Client, ns: &str) -> terdut_actors::api::Id {
+    sources(client, ns)
+        .create(
+            &PostParams::default(),
+            &source("am", "platform", "alertmanager", "prod-am"),
+        )
+        .await
+        .unwrap();
+    wait_ready_id(client, ns, "am", None).await
+}
+
 #[tokio::test]
 async fn create_rename_and_kind_change_rotation() {
     let (_, client, ns, _) = setup("src-life").await;
     let (standin, team_id) = server_and_team(&client, &ns, 19300, "platform").await;
     let api = sources(&client, &ns);
-    api.create(
-        &PostParams::default(),
-        &source("am", "platform", "alertmanager", "prod-am"),
-    )
-    .await
-    .unwrap();
 
     // Creation: a Secret whose key the server confirms live, referenced (only) from status.
-    let id = wait_ready_id(&client, &ns, "am", None).await;
+    let id = create_ready_am(&client, &ns).await;
     let hook = wait_webhook(&client, &ns, "am", id).await;
     assert_eq!(key_live(&standin, &hook.key).await, (true, Some(id)));
     assert!(hook.key.starts_with("tdik_"));
@@ -109,14 +116,7 @@ async fn create_rename_and_kind_change_rotation() {
 async fn an_integration_deleted_on_the_server_is_recreated_with_a_new_key() {
     let (_, client, ns, _) = setup("src-gone").await;
     let (standin, team_id) = server_and_team(&client, &ns, 19301, "platform").await;
-    sources(&client, &ns)
-        .create(
-            &PostParams::default(),
-            &source("am", "platform", "alertmanager", "prod-am"),
-        )
-        .await
-        .unwrap();
-    let id = wait_ready_id(&client, &ns, "am", None).await;
+    let id = create_ready_am(&client, &ns).await;
     let old = wait_webhook(&client, &ns, "am", id).await;
 
     api_client(&standin)
@@ -141,14 +141,7 @@ async fn an_integration_deleted_on_the_server_is_recreated_with_a_new_key() {
 async fn a_lost_secret_fails_closed_until_a_rotation_is_asked_for() {
     let (_, client, ns, _) = setup("src-lost").await;
     let (standin, _) = server_and_team(&client, &ns, 19302, "platform").await;
-    sources(&client, &ns)
-        .create(
-            &PostParams::default(),
-            &source("am", "platform", "alertmanager", "prod-am"),
-        )
-        .await
-        .unwrap();
-    let id = wait_ready_id(&client, &ns, "am", None).await;
+    let id = create_ready_am(&client, &ns).await;
     let old = wait_webhook(&client, &ns, "am", id).await;
     let posts = || async {
         standin
@@ -225,14 +218,7 @@ async fn a_lost_secret_fails_closed_until_a_rotation_is_asked_for() {
 async fn someone_elses_edit_of_the_secret_still_nudges_the_source() {
     let (_, client, ns, _) = setup("src-edit").await;
     let (standin, _) = server_and_team(&client, &ns, 19311, "platform").await;
-    sources(&client, &ns)
-        .create(
-            &PostParams::default(),
-            &source("am", "platform", "alertmanager", "prod-am"),
-        )
-        .await
-        .unwrap();
-    let id = wait_ready_id(&client, &ns, "am", None).await;
+    let id = create_ready_am(&client, &ns).await;
     let old = wait_webhook(&client, &ns, "am", id).await;
 
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
@@ -330,13 +316,7 @@ async fn deletion_deletes_the_integration_and_a_failure_blocks_it() {
     let (_, client, ns, _) = setup("src-del").await;
     let (standin, _) = server_and_team(&client, &ns, 19305, "platform").await;
     let api = sources(&client, &ns);
-    api.create(
-        &PostParams::default(),
-        &source("am", "platform", "alertmanager", "prod-am"),
-    )
-    .await
-    .unwrap();
-    let id = wait_ready_id(&client, &ns, "am", None).await;
+    let id = create_ready_am(&client, &ns).await;
     let hook = wait_webhook(&client, &ns, "am", id).await;
     let ext = format!("{ns}/am");
 
@@ -451,13 +431,7 @@ async fn deletion_after_the_server_is_gone_releases_with_a_warning() {
     let (_, client, ns, _) = setup("src-orphan").await;
     let (_standin, _) = server_and_team(&client, &ns, 19308, "platform").await;
     let api = sources(&client, &ns);
-    api.create(
-        &PostParams::default(),
-        &source("am", "platform", "alertmanager", "prod-am"),
-    )
-    .await
-    .unwrap();
-    let id = wait_ready_id(&client, &ns, "am", None).await;
+    let id = create_ready_am(&client, &ns).await;
 
     let servers: Api<terdut_crds::v1alpha1::TerdutServer> = Api::namespaced(client.clone(), &ns);
     servers
@@ -493,13 +467,7 @@ async fn deletion_removes_an_integration_its_records_do_not_name() {
     let (_, client, ns, _) = setup("src-del-stale").await;
     let (standin, team_id) = server_and_team(&client, &ns, 19312, "platform").await;
     let api = sources(&client, &ns);
-    api.create(
-        &PostParams::default(),
-        &source("am", "platform", "alertmanager", "prod-am"),
-    )
-    .await
-    .unwrap();
-    let id = wait_ready_id(&client, &ns, "am", None).await;
+    let id = create_ready_am(&client, &ns).await;
     wait_webhook(&client, &ns, "am", id).await;
     let ext = format!("{ns}/am");
 
