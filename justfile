@@ -44,10 +44,20 @@ sbom:
 
 # Every test, against a real kube-apiserver and the stand-in server, then the e2e scenario
 # and the bounded chaos run (docs/reliability.md).
+# Property tests run with a pinned seed so a verdict can be reproduced; `just fuzz` explores
+# with random seeds (docs/adr/0006-property-test-seeds.md).
 test: tools lint audit sbom
-    cargo test --workspace --no-fail-fast
+    PROPTEST_RNG_SEED=20261129 cargo test --workspace --no-fail-fast
     bash e2e/e2e-local.sh
     bash e2e/chaos.sh
+
+# The property tests and fuzzers, SCALE times their cases, each with a fresh random seed:
+# the duration parser, the plans, the client's response handling, the stand-in's contract.
+# Not part of `just test` (docs/adr/0006-property-test-seeds.md); ~10 min at the default.
+fuzz SCALE="25":
+    TERDUT_FUZZ_SCALE={{SCALE}} cargo test -p terdut-crds --lib duration
+    TERDUT_FUZZ_SCALE={{SCALE}} cargo test -p terdut-actors --test fuzz_plans --test fuzz_client
+    TERDUT_FUZZ_SCALE={{SCALE}} cargo test -p terdut-standin --test invariants
 
 # The whole system on this machine: control plane, operator, stand-in, docs/examples.
 demo: tools

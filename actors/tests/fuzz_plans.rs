@@ -33,9 +33,18 @@ use terdut_actors::team::plan::{self as team_plan, Call, Desired, Observed};
 use terdut_crds::GoDuration;
 use terdut_crds::v1alpha1::{TerdutServer, TerdutTeamSpec};
 
+/// `n` cases, times `TERDUT_FUZZ_SCALE` when set (`just fuzz` runs them longer, with random
+/// seeds; `just test` pins `PROPTEST_RNG_SEED` so CI is reproducible: docs/adr/0006).
+fn fuzz_cases(n: u32) -> u32 {
+    std::env::var("TERDUT_FUZZ_SCALE")
+        .ok()
+        .and_then(|s| s.parse::<u32>().ok())
+        .map_or(n, |k| n.saturating_mul(k.max(1)))
+}
+
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
-        cases,
+        cases: fuzz_cases(cases),
         failure_persistence: None,
         ..ProptestConfig::default()
     }

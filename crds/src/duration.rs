@@ -300,8 +300,17 @@ mod proptests {
         Regex::new(DURATION_REGEX).expect("DURATION_REGEX compiles")
     }
 
+    /// `n` cases, times `TERDUT_FUZZ_SCALE` when set (`just fuzz` runs them longer, with random
+    /// seeds; `just test` pins `PROPTEST_RNG_SEED` so CI is reproducible: docs/adr/0006).
+    fn fuzz_cases(n: u32) -> u32 {
+        std::env::var("TERDUT_FUZZ_SCALE")
+            .ok()
+            .and_then(|s| s.parse::<u32>().ok())
+            .map_or(n, |k| n.saturating_mul(k.max(1)))
+    }
+
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: fuzz_cases(512), failure_persistence: None, ..ProptestConfig::default() })]
 
         /// The schema's pattern and the parser agree on every string, except that the parser
         /// also refuses values too large for Go (the pattern cannot count).

@@ -361,6 +361,15 @@ async fn run_sequence(
     Ok(())
 }
 
+/// `n` cases, times `TERDUT_FUZZ_SCALE` when set (`just fuzz` runs them longer, with random
+/// seeds; `just test` pins `PROPTEST_RNG_SEED` so CI is reproducible: docs/adr/0006).
+fn fuzz_cases(n: u32) -> u32 {
+    std::env::var("TERDUT_FUZZ_SCALE")
+        .ok()
+        .and_then(|s| s.parse::<u32>().ok())
+        .map_or(n, |k| n.saturating_mul(k.max(1)))
+}
+
 #[test]
 fn invariants_hold_under_random_call_sequences() {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -375,7 +384,7 @@ fn invariants_hold_under_random_call_sequences() {
     let admin = standin.admin();
     let all_keys = Mutex::new(HashSet::new());
     let mut runner = TestRunner::new(ProptestConfig {
-        cases: 64,
+        cases: fuzz_cases(64),
         failure_persistence: None,
         ..ProptestConfig::default()
     });
