@@ -147,6 +147,20 @@ def main():
         text = http("GET", metrics_url)
         failures = [l for l in text.splitlines() if l.startswith("terdut_operator_event_publish_failures_total")]
         check("no Event failed to publish", failures and all(l.split()[-1] in ("0", "0.0") for l in failures), str(failures))
+        # Converged, no pass holds or waits for a slot of --max-concurrent-reconciles (a
+        # leaked slot would stall every later pass of its kind once the limit is reached).
+        def pass_gauges():
+            return [l for l in http("GET", metrics_url).splitlines()
+                    if l.startswith(("terdut_operator_reconcile_passes_waiting{",
+                                     "terdut_operator_reconcile_passes_running{"))]
+        def idle(lines):
+            return len(lines) == 4 and all(l.split()[-1] == "0" for l in lines)
+        deadline = time.time() + 30
+        lines = pass_gauges()
+        while not idle(lines) and time.time() < deadline:
+            time.sleep(1)
+            lines = pass_gauges()
+        check("no reconcile pass left holding or waiting for a slot", idle(lines), str(lines))
         events = get_json("events.events.k8s.io", "-A") or {"items": []}
         ours = [e for e in events["items"] if e.get("reportingController") == "terdut-operator"]
         check("the operator recorded Events", len(ours) > 0, f"{len(ours)} events")

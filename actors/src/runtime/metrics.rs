@@ -70,6 +70,8 @@ pub struct OperatorMetrics {
     kube_writes_sum: Counter,
     leader: Gauge,
     event_failures: Counter,
+    passes_waiting: Family<KindLabel, Gauge>,
+    passes_running: Family<KindLabel, Gauge>,
 }
 
 impl Default for OperatorMetrics {
@@ -83,6 +85,8 @@ impl Default for OperatorMetrics {
             kube_writes_sum: Counter::default(),
             leader: Gauge::default(),
             event_failures: Counter::default(),
+            passes_waiting: Family::default(),
+            passes_running: Family::default(),
         }
     }
 }
@@ -125,6 +129,16 @@ impl OperatorMetrics {
             "event_publish_failures",
             "Kubernetes Events that could not be published",
             m.event_failures.clone(),
+        );
+        registry.register(
+            "reconcile_passes_waiting",
+            "Passes queued for a slot of --max-concurrent-reconciles",
+            m.passes_waiting.clone(),
+        );
+        registry.register(
+            "reconcile_passes_running",
+            "Passes holding a slot of --max-concurrent-reconciles",
+            m.passes_running.clone(),
         );
         m
     }
@@ -194,6 +208,18 @@ impl OperatorMetrics {
         self.leader.set(i64::from(leader));
     }
 
+    /// `reconcile_passes_waiting{kind}` and `reconcile_passes_running{kind}`, for the
+    /// [`PassLimit`](crate::pass_limit::PassLimit) of `kind`.
+    pub fn pass_gauges(&self, kind: &str) -> (Gauge, Gauge) {
+        let label = KindLabel {
+            kind: kind.to_owned(),
+        };
+        (
+            self.passes_waiting.get_or_create(&label).clone(),
+            self.passes_running.get_or_create(&label).clone(),
+        )
+    }
+
     /// The failure counter the [`EventPublisher`](super::events::EventPublisher) increments.
     pub fn event_failures(&self) -> Counter {
         self.event_failures.clone()
@@ -218,6 +244,9 @@ mod tests {
         m.kube_write("Secret", "create");
         m.set_leader(true);
         m.event_failures().inc();
+        let (waiting, running) = m.pass_gauges("team");
+        waiting.set(3);
+        running.set(2);
 
         let mut text = String::new();
         encode(&mut text, &registry).expect("encodes");
@@ -230,6 +259,8 @@ mod tests {
             r#"kube_writes_total{kind="Deployment",verb="apply"} 1"#,
             "leader 1",
             "event_publish_failures_total 1",
+            r#"reconcile_passes_waiting{kind="team"} 3"#,
+            r#"reconcile_passes_running{kind="team"} 2"#,
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }

@@ -59,7 +59,10 @@ pub struct SourceFactory {
 
 impl SourceFactory {
     pub fn new(ctx: Ctx) -> Self {
-        let passes = PassLimit::new(ctx.config.max_concurrent_passes);
+        let passes = PassLimit::new(
+            ctx.config.max_concurrent_passes,
+            ctx.metrics.pass_gauges(KIND),
+        );
         Self { ctx, passes }
     }
 }

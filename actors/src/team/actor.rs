@@ -56,7 +56,10 @@ pub struct TeamFactory {
 
 impl TeamFactory {
     pub fn new(ctx: Ctx) -> Self {
-        let passes = PassLimit::new(ctx.config.max_concurrent_passes);
+        let passes = PassLimit::new(
+            ctx.config.max_concurrent_passes,
+            ctx.metrics.pass_gauges("team"),
+        );
         Self { ctx, passes }
     }
 }
