@@ -33,7 +33,7 @@ impl FromStr for LogFormat {
 pub fn init(format: LogFormat, filter: &str) -> bool {
     let (env_filter, rejected) = match std::env::var("RUST_LOG") {
         Ok(env) if !env.trim().is_empty() => parse(&env),
-        _ => parse(filter),
+        _ => parse(&with_quiet_kube_requests(filter)),
     };
     let builder = tracing_subscriber::fmt().with_env_filter(env_filter);
     let installed = match format {
@@ -52,6 +52,24 @@ pub fn init(format: LogFormat, filter: &str) -> bool {
     installed
 }
 
+/// kube-client's HTTP trace layer logs every failed request at ERROR (`failed with error
+/// client error (Connect)`), so a kube-apiserver restart printed ~300 ERROR lines that say
+/// nothing the operator's own lines do not: watches log one warning per error streak, passes
+/// one per failure streak, the elector each lost renewal (docs/reliability.md). The default
+/// filter therefore turns that layer off, unless the filter names kube_client itself;
+/// `RUST_LOG` is taken as given.
+const KUBE_REQUEST_TRACE: &str = "kube_client::client::builder";
+
+fn with_quiet_kube_requests(filter: &str) -> String {
+    if filter.contains("kube_client") {
+        filter.to_owned()
+    } else if filter.trim().is_empty() {
+        format!("info,{KUBE_REQUEST_TRACE}=off")
+    } else {
+        format!("{filter},{KUBE_REQUEST_TRACE}=off")
+    }
+}
+
 fn parse(filter: &str) -> (EnvFilter, Option<(String, String)>) {
     match EnvFilter::try_new(filter) {
         Ok(f) => (f, None),
@@ -64,7 +82,57 @@ fn parse(filter: &str) -> (EnvFilter, Option<(String, String)>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{LogFormat, init};
+    use super::{KUBE_REQUEST_TRACE, LogFormat, init, parse, with_quiet_kube_requests};
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    /// What a subscriber with `filter` writes for one kube-client request failure and one
+    /// operator warning.
+    fn written_with(filter: &str) -> String {
+        #[derive(Clone, Default)]
+        struct Buf(Arc<Mutex<Vec<u8>>>);
+        impl Write for Buf {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buf = Buf::default();
+        let sink = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(parse(filter).0)
+            .with_writer(move || sink.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::error!(target: "kube_client::client::builder", "failed with error connect");
+            tracing::warn!(target: "terdut_actors::informers", "watch error (retrying with backoff)");
+        });
+        String::from_utf8(buf.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn the_default_filter_drops_kube_clients_per_request_errors_only() {
+        let out = written_with(&with_quiet_kube_requests("info"));
+        assert!(!out.contains("failed with error"), "{out}");
+        assert!(out.contains("watch error"), "{out}");
+        // At debug too, and an empty filter means info.
+        let debug = with_quiet_kube_requests("debug");
+        assert!(!written_with(&debug).contains("failed with error"));
+        assert_eq!(
+            with_quiet_kube_requests(" "),
+            format!("info,{KUBE_REQUEST_TRACE}=off")
+        );
+    }
+
+    #[test]
+    fn a_filter_that_names_kube_client_is_taken_as_given() {
+        let asked = "info,kube_client=error";
+        assert_eq!(with_quiet_kube_requests(asked), asked);
+        assert!(written_with(asked).contains("failed with error"));
+    }
 
     #[test]
     fn init_is_idempotent_and_formats_parse() {
