@@ -7,6 +7,7 @@ pub mod crash_loop;
 pub mod error;
 pub mod informers;
 pub mod key;
+pub mod object_actor;
 pub mod operator;
 pub mod pacing;
 pub mod pass_limit;
