@@ -230,7 +230,7 @@ impl Routes for OperatorRoutes {
             && !own
         {
             let msg = match obj {
-                Some(o) => SupervisorMsg::Ensure(key.clone(), TeamSpec::new(o)),
+                Some(o) => SupervisorMsg::Ensure(key.clone(), TeamSpec::new(&o)),
                 None => SupervisorMsg::Remove(key.clone()),
             };
             let _ = teams.cast(msg);
@@ -296,7 +296,7 @@ impl Routes for OperatorRoutes {
             return;
         }
         let msg = match obj {
-            Some(o) => SupervisorMsg::Ensure(key, SourceSpec::new(o)),
+            Some(o) => SupervisorMsg::Ensure(key, SourceSpec::new(&o)),
             None => SupervisorMsg::Remove(key),
         };
         let _ = sources.cast(msg);
@@ -374,14 +374,14 @@ impl Routes for OperatorRoutes {
                 for team in ctx.stores.teams.state() {
                     let _ = teams.cast(SupervisorMsg::Ensure(
                         ObjectKey::of(team.as_ref()),
-                        TeamSpec::new(team),
+                        TeamSpec::new(&team),
                     ));
                 }
             }
             if let Some(sources) = self.sources.get() {
                 for source in ctx.stores.sources.state() {
                     let key = ObjectKey::of(source.as_ref());
-                    let _ = sources.cast(SupervisorMsg::Ensure(key, SourceSpec::new(source)));
+                    let _ = sources.cast(SupervisorMsg::Ensure(key, SourceSpec::new(&source)));
                 }
             }
         }
@@ -398,7 +398,7 @@ impl OperatorRoutes {
         for team in ctx.stores.teams.state() {
             if team_server_key(&team) == *server {
                 let key = ObjectKey::of(team.as_ref());
-                let _ = teams.cast(SupervisorMsg::Ensure(key, TeamSpec::new(team)));
+                let _ = teams.cast(SupervisorMsg::Ensure(key, TeamSpec::new(&team)));
             }
         }
     }
@@ -421,7 +421,7 @@ impl OperatorRoutes {
                 .get(&ObjectRef::new(&source.spec.team_ref.name).within(&ns));
             if team.is_some_and(|t| team_server_key(&t) == *server) {
                 let key = ObjectKey::of(source.as_ref());
-                let _ = sources.cast(SupervisorMsg::Ensure(key, SourceSpec::new(source)));
+                let _ = sources.cast(SupervisorMsg::Ensure(key, SourceSpec::new(&source)));
             }
         }
     }
