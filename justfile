@@ -53,7 +53,7 @@ test: tools lint audit sbom
 
 # The property tests and fuzzers, SCALE times their cases, each with a fresh random seed:
 # the duration parser, the plans, the client's response handling, the stand-in's contract.
-# Not part of `just test` (docs/adr/0006-property-test-seeds.md); ~10 min at the default.
+# Not part of `just test` (docs/adr/0006-property-test-seeds.md); ~5 min at the default.
 fuzz SCALE="25":
     TERDUT_FUZZ_SCALE={{SCALE}} cargo test -p terdut-crds --lib duration
     TERDUT_FUZZ_SCALE={{SCALE}} cargo test -p terdut-actors --test fuzz_plans --test fuzz_client
