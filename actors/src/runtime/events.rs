@@ -121,9 +121,7 @@ impl EventPublisher {
             reason, %error, "publishing an event failed"
         );
     }
-}
 
-impl EventPublisher {
     /// A repeat within the window bumps its series; anything else is a new Event.
     async fn send(
         &self,
