@@ -38,6 +38,14 @@ async fn create(api: &Api<DynamicObject>, o: &DynamicObject) -> Result<DynamicOb
         .map_err(|e| e.to_string())
 }
 
+/// Replaces `o` (named `o.metadata.name`): the stored object, or the apiserver's refusal.
+async fn replace(api: &Api<DynamicObject>, o: &DynamicObject) -> Result<DynamicObject, String> {
+    let name = o.metadata.name.as_deref().unwrap_or_default();
+    api.replace(name, &PostParams::default(), o)
+        .await
+        .map_err(|e| e.to_string())
+}
+
 async fn dry_run(api: &Api<DynamicObject>, o: &DynamicObject) -> Result<DynamicObject, String> {
     let pp = PostParams {
         dry_run: true,
@@ -482,23 +490,12 @@ async fn refs_are_immutable() {
         .unwrap();
     // Other fields stay editable.
     t.data["spec"]["displayName"] = json!("Platform Engineering");
-    t = teams
-        .replace("t", &PostParams::default(), &t)
-        .await
-        .unwrap();
+    t = replace(&teams, &t).await.unwrap();
     t.data["spec"]["serverRef"]["name"] = json!("other");
-    let e = teams
-        .replace("t", &PostParams::default(), &t)
-        .await
-        .unwrap_err()
-        .to_string();
+    let e = replace(&teams, &t).await.unwrap_err();
     assert!(e.contains("serverRef is immutable"), "{e}");
     t.data["spec"]["serverRef"] = json!({"name": "terdut", "namespace": "elsewhere"});
-    let e = teams
-        .replace("t", &PostParams::default(), &t)
-        .await
-        .unwrap_err()
-        .to_string();
+    let e = replace(&teams, &t).await.unwrap_err();
     assert!(e.contains("serverRef is immutable"), "{e}");
 
     let sources = api_for::<TerdutAlertSource>(&client, &ns);
@@ -507,16 +504,9 @@ async fn refs_are_immutable() {
         .await
         .unwrap();
     a.data["spec"]["name"] = json!("renamed");
-    a = sources
-        .replace("a", &PostParams::default(), &a)
-        .await
-        .unwrap();
+    a = replace(&sources, &a).await.unwrap();
     a.data["spec"]["teamRef"]["name"] = json!("u");
-    let e = sources
-        .replace("a", &PostParams::default(), &a)
-        .await
-        .unwrap_err()
-        .to_string();
+    let e = replace(&sources, &a).await.unwrap_err();
     assert!(e.contains("teamRef is immutable"), "{e}");
 }
 
