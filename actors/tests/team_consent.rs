@@ -44,6 +44,22 @@ async fn wait_counts(client: &kube::Client, ns: &str, want: TeamCounts) {
     .await;
 }
 
+/// Waits until the server counts `visitor` refused, renames it, and waits until it is refused
+/// again; the caller checks that the server kept the old name.
+async fn rename_while_refused(client: &kube::Client, ns: &str, remote: &Api<TerdutTeam>) {
+    wait_counts(
+        client,
+        ns,
+        TeamCounts {
+            accepted: 0,
+            refused: 1,
+        },
+    )
+    .await;
+    patch_spec(remote, "visitor", json!({"displayName": "Visitor Renamed"})).await;
+    wait_reason(remote, "visitor", "RefNotPermitted").await;
+}
+
 fn to(server_ns: &str) -> serde_json::Value {
     json!({"name": "terdut", "namespace": server_ns})
 }
@@ -135,22 +151,7 @@ async fn all_admits_every_namespace_and_narrowing_it_revokes_live() {
     allow(&client, &ns, "terdut", json!({"from": "None"})).await;
     let t = wait_reason(&remote, "visitor", "RefNotPermitted").await;
     assert_eq!(team_id(&t), id, "the team's id is kept");
-    wait_counts(
-        &client,
-        &ns,
-        TeamCounts {
-            accepted: 0,
-            refused: 1,
-        },
-    )
-    .await;
-    patch_spec(
-        &remote,
-        "visitor",
-        json!({"displayName": "Visitor Renamed"}),
-    )
-    .await;
-    wait_reason(&remote, "visitor", "RefNotPermitted").await;
+    rename_while_refused(&client, &ns, &remote).await;
     let calls_before = standin.admin().calls().await.unwrap().total();
     resync(op, &other, "visitor");
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -218,22 +219,7 @@ async fn selector_follows_namespace_labels_live() {
     let t = wait_reason(&remote, "visitor", "RefNotPermitted").await;
     let (_, _, message) = ready(&t).unwrap();
     assert!(message.contains("labels do not match"), "{message}");
-    wait_counts(
-        &client,
-        &ns,
-        TeamCounts {
-            accepted: 0,
-            refused: 1,
-        },
-    )
-    .await;
-    patch_spec(
-        &remote,
-        "visitor",
-        json!({"displayName": "Visitor Renamed"}),
-    )
-    .await;
-    wait_reason(&remote, "visitor", "RefNotPermitted").await;
+    rename_while_refused(&client, &ns, &remote).await;
     let s = on_server(&standin, &external_id).await.unwrap();
     assert_eq!((s.id, s.name.as_str()), (id, "Visitor"));
 
