@@ -292,7 +292,7 @@ impl SourceReconciler {
         let current = source.status.as_ref();
         // The copy may predate this runtime's last write (see `stale_but_equal`).
         let patch = status_patch(current, &desired, now.clone()).or_else(|| {
-            stale_but_equal(current, memory.written.as_ref())
+            stale_but_equal(current, &mut memory.written)
                 .and_then(|written| status_patch(Some(written), &desired, now))
         });
         if let Some(patch) = patch {

@@ -219,7 +219,7 @@ impl TeamReconciler {
         let now = self.ctx.clock.k8s_now();
         let current = team.status.as_ref();
         let patch = status_patch(current, desired, now.clone()).or_else(|| {
-            stale_but_equal(current, memory.written.as_ref())
+            stale_but_equal(current, &mut memory.written)
                 .and_then(|written| status_patch(Some(written), desired, now))
         });
         let Some(patch) = patch else {
@@ -255,11 +255,18 @@ impl TeamReconciler {
 /// team wrote WaitingForServer, the next pass found it Ready and compared against the older
 /// Ready copy). Costs at most one redundant write while the event is in flight; none in
 /// steady state, where the copy, the last write and the desired status agree.
+///
+/// Once the copy shows the last write, `written` says nothing the copy does not and is
+/// dropped: a later write sets it again, so the copy cannot be behind a write while it is
+/// `None`. In steady state no team or source keeps a second copy of its status (ADR 0005).
 pub(crate) fn stale_but_equal<'a, S: PartialEq>(
     current: Option<&S>,
-    written: Option<&'a S>,
+    written: &'a mut Option<S>,
 ) -> Option<&'a S> {
-    written.filter(|w| current != Some(*w))
+    if written.as_ref() == current {
+        *written = None;
+    }
+    written.as_ref()
 }
 
 #[cfg(test)]
@@ -268,15 +275,20 @@ mod tests {
 
     #[test]
     fn a_copy_older_than_the_last_write_is_not_trusted() {
-        // The copy still shows what the last write replaced: compare against the write.
+        // The copy still shows what the last write replaced: compare against the write, and
+        // keep remembering it.
+        let mut written = Some("waiting");
         assert_eq!(
-            stale_but_equal(Some(&"ready"), Some(&"waiting")),
+            stale_but_equal(Some(&"ready"), &mut written),
             Some(&"waiting")
         );
-        // The copy has caught up (or nothing was written yet): the copy alone decides.
-        assert_eq!(stale_but_equal(Some(&"waiting"), Some(&"waiting")), None);
-        assert_eq!(stale_but_equal(Some(&"ready"), None), None);
-        assert_eq!(stale_but_equal(None, Some(&"waiting")), Some(&"waiting"));
+        assert_eq!(written, Some("waiting"));
+        assert_eq!(stale_but_equal(None, &mut written), Some(&"waiting"));
+        // The copy has caught up: the copy alone decides, and the write is forgotten.
+        assert_eq!(stale_but_equal(Some(&"waiting"), &mut written), None);
+        assert_eq!(written, None, "nothing kept once the copy shows it");
+        // Nothing written yet.
+        assert_eq!(stale_but_equal(Some(&"ready"), &mut None::<&str>), None);
     }
 
     #[test]
