@@ -20,14 +20,23 @@ pub struct Cli {
     )]
     pub http_addr: SocketAddr,
 
-    /// How the operator reaches a TerdutServer's API; {name}, {namespace} and {port} are
-    /// replaced. Out of cluster, e.g. http://127.0.0.1:{port}.
+    /// How the operator reaches a TerdutServer's API; {name}, {namespace}, {clusterDomain}
+    /// and {port} are replaced. The host must be an IP address, localhost or a name ending in
+    /// a dot (no DNS search path). Out of cluster, e.g. http://127.0.0.1:{port}.
     #[arg(
         long,
         env = "TERDUT_SERVER_URL_TEMPLATE",
-        default_value = "http://{name}.{namespace}.svc:{port}"
+        default_value = terdut_actors::url_template::DEFAULT_TEMPLATE
     )]
     pub server_url_template: String,
+
+    /// The cluster's DNS domain (the kubelet's clusterDomain), for {clusterDomain}.
+    #[arg(
+        long,
+        env = "TERDUT_CLUSTER_DOMAIN",
+        default_value = terdut_actors::url_template::DEFAULT_CLUSTER_DOMAIN
+    )]
+    pub cluster_domain: String,
 
     /// Periodic resync of every object (DESIGN §5), as a Go duration.
     #[arg(long, env = "TERDUT_RESYNC", default_value = "5m", value_parser = parse_duration)]

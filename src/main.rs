@@ -9,6 +9,7 @@ use clap::Parser as _;
 use prometheus_client::registry::Registry;
 use terdut_actors::clock::SystemClock;
 use terdut_actors::context::OperatorConfig;
+use terdut_actors::kube_clients::KubeClients;
 use terdut_actors::operator::{self, Metrics, StartOptions};
 use terdut_actors::runtime::http::{self, Readiness};
 use terdut_actors::runtime::leader::{LeaderElector, LeaseTimings};
@@ -24,7 +25,8 @@ async fn main() -> anyhow::Result<()> {
         &cli.log_level,
     );
     terdut_actors::api::init_tls();
-    let client = kube::Client::try_default().await?;
+    let clients = KubeClients::from_config(kube::Config::infer().await?)?;
+    let client = clients.watch.clone();
     let stop = shutdown::on_signal();
 
     let mut registry = Registry::with_prefix("terdut_operator");
@@ -72,6 +74,7 @@ async fn main() -> anyhow::Result<()> {
         config: OperatorConfig {
             resync: cli.resync,
             server_url_template: cli.server_url_template,
+            cluster_domain: cli.cluster_domain,
             api_timeout: cli.api_timeout,
             test_hooks: cli.test_hooks,
             max_concurrent_passes: cli.max_concurrent_reconciles.into(),
@@ -87,7 +90,7 @@ async fn main() -> anyhow::Result<()> {
         clock: Arc::new(SystemClock),
         instance: cli.identity.clone(),
     };
-    let mut running = operator::start(client, metrics, opts).await?;
+    let mut running = operator::start(clients, metrics, opts).await?;
     running.wait_synced().await;
     readiness.set_synced();
     tracing::info!("caches synced; reconciling");

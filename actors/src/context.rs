@@ -23,16 +23,21 @@ use crate::runtime::events::EventPublisher;
 use crate::runtime::metrics::OperatorMetrics;
 use crate::server::actor::ServerMsg;
 use crate::stores::NamespacedStores;
+use crate::url_template;
 
 /// Operator settings (flags of the binary, see docs/configuration.md).
 #[derive(Clone, Debug)]
 pub struct OperatorConfig {
     /// Periodic resync of every object (DESIGN §5: 5 minutes), jittered by ±10%.
     pub resync: Duration,
-    /// How the operator reaches a TerdutServer's API. `{name}`, `{namespace}` and `{port}`
-    /// (spec.networking.servicePort) are replaced. In cluster:
-    /// `http://{name}.{namespace}.svc:{port}`; out of cluster, e.g. `http://127.0.0.1:{port}`.
+    /// How the operator reaches a TerdutServer's API. `{name}`, `{namespace}`,
+    /// `{clusterDomain}` and `{port}` (spec.networking.servicePort) are replaced. In cluster:
+    /// the absolute name of its Service ([`url_template::DEFAULT_TEMPLATE`]); out of cluster,
+    /// e.g. `http://127.0.0.1:{port}`. Checked by [`Self::validate`]: a host the resolver's
+    /// search path could complete is refused.
     pub server_url_template: String,
+    /// The cluster's DNS domain (kubelet `clusterDomain`), for `{clusterDomain}`.
+    pub cluster_domain: String,
     /// Timeout of any actor-to-actor call.
     pub call_timeout: Duration,
     /// Timeout of one terdut-server request.
@@ -57,7 +62,8 @@ impl Default for OperatorConfig {
     fn default() -> Self {
         Self {
             resync: Duration::from_secs(300),
-            server_url_template: "http://{name}.{namespace}.svc:{port}".into(),
+            server_url_template: url_template::DEFAULT_TEMPLATE.into(),
+            cluster_domain: url_template::DEFAULT_CLUSTER_DOMAIN.into(),
             call_timeout: Duration::from_secs(10),
             api_timeout: Duration::from_secs(15),
             blocked_retry: Duration::from_secs(30),
@@ -71,10 +77,18 @@ impl Default for OperatorConfig {
 impl OperatorConfig {
     /// The API base URL of one server.
     pub fn server_url(&self, name: &str, namespace: &str, port: i32) -> String {
-        self.server_url_template
-            .replace("{name}", name)
-            .replace("{namespace}", namespace)
-            .replace("{port}", &port.to_string())
+        url_template::render(
+            &self.server_url_template,
+            &self.cluster_domain,
+            name,
+            namespace,
+            port,
+        )
+    }
+
+    /// Refuses settings the operator must not start with (see [`url_template::validate`]).
+    pub fn validate(&self) -> Result<(), url_template::InvalidTemplate> {
+        url_template::validate(&self.server_url_template, &self.cluster_domain)
     }
 }
 

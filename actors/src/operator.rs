@@ -12,8 +12,8 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use dashmap::DashMap;
+use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
-use kube::{Client, ResourceExt};
 use prometheus_client::registry::Registry;
 use ractor::{Actor, ActorRef};
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
@@ -25,6 +25,7 @@ use crate::clock::Clock;
 use crate::context::{Ctx, Inner, OperatorConfig};
 use crate::informers::{self, Routes};
 use crate::key::ObjectKey;
+use crate::kube_clients::KubeClients;
 use crate::runtime::events::EventPublisher;
 use crate::runtime::metrics::OperatorMetrics;
 use crate::server::actor::{ServerFactory, ServerSpec};
@@ -474,25 +475,31 @@ impl Metrics {
 
 /// Starts the operator: informers, supervisors, actors.
 pub async fn start(
-    client: Client,
+    clients: KubeClients,
     metrics: Metrics,
     opts: StartOptions,
 ) -> anyhow::Result<RunningOperator> {
-    start_with(client, metrics, opts, ChildRuntime::Actors).await
+    start_with(clients, metrics, opts, ChildRuntime::Actors).await
 }
 
 /// [`start`], with TerdutTeams and TerdutAlertSources reconciled by `children`.
 pub async fn start_with(
-    client: Client,
+    clients: KubeClients,
     metrics: Metrics,
     opts: StartOptions,
     children: ChildRuntime,
 ) -> anyhow::Result<RunningOperator> {
+    // Refused before anything starts: a bad URL template would send keys to the wrong host.
+    opts.config.validate()?;
     let Metrics {
         operator: metrics,
         api: api_metrics,
         supervisor: sup_metrics,
     } = metrics;
+    let KubeClients {
+        watch,
+        reconcile: client,
+    } = clients;
     let events = EventPublisher::new(client.clone(), "terdut-operator", &opts.instance)
         .with_failure_counter(metrics.event_failures());
 
@@ -506,7 +513,7 @@ pub async fn start_with(
         secret_seen: DashMap::new(),
         ctx: OnceLock::new(),
     });
-    let informers = informers::build(&client, &opts.config.watch_namespaces, routes.clone());
+    let informers = informers::build(&watch, &opts.config.watch_namespaces, routes.clone());
     let ctx = Ctx::new(Inner {
         kube: client,
         stores: informers.stores.clone(),

@@ -732,6 +732,33 @@ async fn a_reset_connection_is_transient() {
 }
 
 #[tokio::test]
+async fn a_hundred_mib_answer_is_refused_at_the_limit() {
+    let t = Target::new().await;
+    let Some(admin) = t.admin("a_hundred_mib_answer_is_refused_at_the_limit") else {
+        return;
+    };
+    let team = fresh_team(&t).await;
+    admin
+        .add_fault(&FaultRule::new("GET /api/v1/teams/{id}").oversize_bytes(100 << 20))
+        .await
+        .expect("fault");
+    let err = t.client.get_team(team.id).await.unwrap_err();
+    assert_eq!(
+        err,
+        ApiError::TooLarge {
+            limit: terdut_actors::api::MAX_RESPONSE_BYTES
+        }
+    );
+    assert_eq!(err.category(), "too_large");
+    assert!(err.to_string().contains("exceeded 1048576 bytes"), "{err}");
+    // Only that endpoint answers that way: the client is not poisoned for the others.
+    admin.clear_faults().await.expect("faults cleared");
+    assert_eq!(t.client.get_team(team.id).await.unwrap().id, team.id);
+    cleanup(&t, &team).await;
+    t.stop().await;
+}
+
+#[tokio::test]
 async fn a_refused_connection_is_transient() {
     let t = Target::new().await;
     // A port nothing listens on: bind one, then free it.

@@ -122,6 +122,7 @@ async fn the_operator_works_with_namespaced_roles_and_ignores_other_namespaces()
     let opts = StartOptions {
         config: OperatorConfig {
             server_url_template: "http://127.0.0.1:{port}".into(),
+            cluster_domain: "cluster.local".into(),
             api_timeout: Duration::from_secs(3),
             call_timeout: Duration::from_secs(5),
             watch_namespaces: watch,
@@ -131,7 +132,8 @@ async fn the_operator_works_with_namespaced_roles_and_ignores_other_namespaces()
         clock: std::sync::Arc::new(SystemClock),
         instance: "namespaced-rbac".into(),
     };
-    let mut running = operator::start(client, Metrics::register(&mut registry), opts)
+    let clients = terdut_actors::kube_clients::KubeClients::from_client(client);
+    let mut running = operator::start(clients, Metrics::register(&mut registry), opts)
         .await
         .unwrap();
     tokio::time::timeout(WAIT, running.wait_synced())

@@ -32,6 +32,12 @@ pub fn init_tls() {
     });
 }
 
+/// The most of a response body the client reads. The largest answer of the contract (a team's
+/// switches, an escalation ladder) is a few KiB; 64 requests in flight per server at this
+/// bound cost at most 64 MiB, where an unbounded read let one hostile server fill the
+/// operator's memory (docs/security.md).
+pub const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+
 /// How to reach one terdut-server.
 #[derive(Clone)]
 pub struct ClientConfig {
@@ -465,13 +471,25 @@ impl TerdutClient {
         }
         let response = request.send().await.map_err(ApiError::from_transport)?;
         let status = response.status().as_u16();
-        let body = response
-            .bytes()
-            .await
-            .map_err(ApiError::from_transport)?
-            .to_vec();
+        let body = read_capped(response, MAX_RESPONSE_BYTES).await?;
         Ok(Raw { status, body })
     }
+}
+
+/// Reads the body chunk by chunk and stops at `limit`: a declared length past it is refused
+/// before anything is read, an undeclared one as soon as the chunks pass it.
+async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, ApiError> {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(ApiError::TooLarge { limit });
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(ApiError::from_transport)? {
+        if body.len() + chunk.len() > limit {
+            return Err(ApiError::TooLarge { limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 fn normalize_base_url(raw: &str) -> Result<String, ApiError> {

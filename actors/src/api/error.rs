@@ -44,6 +44,11 @@ pub enum ApiError {
     /// A status or `error` code the contract does not list for the call.
     #[error("unexpected response: HTTP {status}{}", code.as_deref().map(|c| format!(" ({c})")).unwrap_or_default())]
     Unexpected { status: u16, code: Option<String> },
+    /// The response body was longer than [`MAX_RESPONSE_BYTES`](super::client::MAX_RESPONSE_BYTES):
+    /// no answer of the contract is anywhere near that, so the server is broken or hostile,
+    /// and reading on would let it fill the operator's memory. Not read further.
+    #[error("the server's response exceeded {limit} bytes; the rest was not read")]
+    TooLarge { limit: usize },
     /// A success status whose body is not what the contract says.
     #[error("the server's response did not decode: {detail}")]
     Decode { detail: String },
@@ -111,13 +116,14 @@ impl ApiError {
             Self::Invalid { .. } => "invalid",
             Self::Transient { .. } => "transient",
             Self::Unexpected { .. } => "unexpected",
+            Self::TooLarge { .. } => "too_large",
             Self::Decode { .. } => "decode",
             Self::Config { .. } => "config",
         }
     }
 
     /// Every category, for tests and dashboards.
-    pub const CATEGORIES: [&'static str; 11] = [
+    pub const CATEGORIES: [&'static str; 12] = [
         "not_found",
         "team_name_taken",
         "open_incidents",
@@ -127,6 +133,7 @@ impl ApiError {
         "invalid",
         "transient",
         "unexpected",
+        "too_large",
         "decode",
         "config",
     ];

@@ -16,7 +16,7 @@ pub mod metrics;
 pub mod secret;
 pub mod wire;
 
-pub use client::{ClientConfig, TerdutClient, init_tls};
+pub use client::{ClientConfig, MAX_RESPONSE_BYTES, TerdutClient, init_tls};
 pub use endpoint::Endpoint;
 pub use error::{ApiError, TransientCause};
 pub use metrics::ApiMetrics;

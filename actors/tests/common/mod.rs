@@ -60,13 +60,15 @@ pub async fn operator() -> &'static TestOperator {
                 let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
                     .await
                     .unwrap();
-                let client = kube::Client::try_from(config).unwrap();
+                let clients =
+                    terdut_actors::kube_clients::KubeClients::from_config(config).unwrap();
                 let mut registry = prometheus_client::registry::Registry::default();
                 let metrics = Metrics::register(&mut registry);
                 let opts = StartOptions {
                     config: OperatorConfig {
                         resync: Duration::from_secs(300),
                         server_url_template: "http://127.0.0.1:{port}".into(),
+                        cluster_domain: "cluster.local".into(),
                         api_timeout: Duration::from_secs(3),
                         call_timeout: Duration::from_secs(5),
                         test_hooks: true,
@@ -81,7 +83,7 @@ pub async fn operator() -> &'static TestOperator {
                     clock: Arc::new(SystemClock),
                     instance: "test".into(),
                 };
-                let mut running = operator::start(client, metrics, opts).await.unwrap();
+                let mut running = operator::start(clients, metrics, opts).await.unwrap();
                 running.wait_synced().await;
                 let _ = tx.send(TestOperator {
                     ctx: running.ctx.clone(),

@@ -233,6 +233,7 @@ async fn start_operator(
             resync: Duration::from_secs(args.resync_secs),
             max_concurrent_passes: args.max_concurrent_reconciles,
             server_url_template: "http://127.0.0.1:{port}".into(),
+            cluster_domain: "cluster.local".into(),
             watch_namespaces: vec![ns.to_owned()],
             ..OperatorConfig::default()
         },
@@ -240,7 +241,13 @@ async fn start_operator(
         clock: Arc::new(SystemClock),
         instance: "bench".into(),
     };
-    let mut running = operator::start_with(cp.client().await?, metrics, opts, children).await?;
+    let mut running = operator::start_with(
+        terdut_actors::kube_clients::KubeClients::from_client(cp.client().await?),
+        metrics,
+        opts,
+        children,
+    )
+    .await?;
     running.wait_synced().await;
     Ok((running, registry))
 }

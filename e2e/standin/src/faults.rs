@@ -17,6 +17,8 @@ pub enum Action {
     Fail(StatusCode),
     /// Close the connection without writing a response.
     Reset,
+    /// Answer 200 with a body of this many bytes and no declared length.
+    Oversize(u64),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +92,8 @@ impl Faults {
                 action = Action::Reset;
             } else if rule.error_rate > 0.0 && rng.random_bool(rule.error_rate) {
                 action = Action::Fail(status);
+            } else if rule.oversize_bytes > 0 {
+                action = Action::Oversize(rule.oversize_bytes);
             }
             if action != Action::Pass {
                 fault.fired += 1;
@@ -189,5 +193,17 @@ mod tests {
         assert!(f.remove(id));
         assert_eq!(f.decide("GET /x").action, Action::Pass);
         assert!(f.add(FaultRule::new("*").error_rate(1.5, 500)).is_err());
+    }
+
+    #[test]
+    fn oversize_answers_every_matching_call() {
+        let mut f = Faults::default();
+        f.add(FaultRule::new("GET /x").oversize_bytes(1 << 20))
+            .unwrap();
+        for _ in 0..3 {
+            assert_eq!(f.decide("GET /x").action, Action::Oversize(1 << 20));
+        }
+        assert_eq!(f.decide("GET /y").action, Action::Pass);
+        assert_eq!(f.list()[0].fired, 3);
     }
 }

@@ -84,7 +84,7 @@ pub struct OpenIncidentsBody {
 /// `"METHOD /route/{template}"`: exact, `*` for every call, a trailing `*` for a prefix
 /// (`"* /api/v1/teams*"`), and `*` as the method for any method. For a matching call, the
 /// latencies of every matching rule add up; then the first rule that fires decides, checked
-/// in this order: `reset_next`, `fail_next`, `reset_rate`, `error_rate`.
+/// in this order: `reset_next`, `fail_next`, `reset_rate`, `error_rate`, `oversize_bytes`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct FaultRule {
@@ -103,6 +103,10 @@ pub struct FaultRule {
     pub reset_next: u32,
     /// Probability (0..=1) that a call gets its connection closed without an answer.
     pub reset_rate: f64,
+    /// When not 0: every matching call is answered 200 with a body of this many bytes, sent
+    /// in chunks with no declared length (a hostile or broken server; the operator's client
+    /// must stop reading at its limit).
+    pub oversize_bytes: u64,
 }
 
 impl FaultRule {
@@ -142,6 +146,11 @@ impl FaultRule {
 
     pub fn reset_rate(mut self, rate: f64) -> Self {
         self.reset_rate = rate;
+        self
+    }
+
+    pub fn oversize_bytes(mut self, bytes: u64) -> Self {
+        self.oversize_bytes = bytes;
         self
     }
 }

@@ -33,6 +33,7 @@ pub async fn observe(
     match decision.action {
         Action::Pass => next.run(request).await,
         Action::Fail(status) => ContractError::Injected(status).into_response(),
+        Action::Oversize(bytes) => oversize(bytes),
         Action::Reset => match kill {
             Some(Extension(ConnKill(notify))) => {
                 notify.notify_one();
@@ -43,4 +44,21 @@ pub async fn observe(
             None => ContractError::Injected(axum::http::StatusCode::BAD_GATEWAY).into_response(),
         },
     }
+}
+
+/// A 200 whose body is `bytes` long, in 64 KiB chunks with no Content-Length, so a client
+/// can only find out how long it is by reading.
+fn oversize(bytes: u64) -> Response {
+    const CHUNK: u64 = 64 * 1024;
+    let chunks = bytes.div_ceil(CHUNK);
+    let stream = futures::stream::iter((0..chunks).map(move |i| {
+        let len = CHUNK.min(bytes - i * CHUNK) as usize;
+        Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(vec![b' '; len]))
+    }));
+    (
+        axum::http::StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        axum::body::Body::from_stream(stream),
+    )
+        .into_response()
 }
