@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `just images`: builds the operator and stand-in images from the project's Dockerfiles and
+# saves each as a tar (for containerd or kind to import), in the cache:
+#   terdut-operator:e2e, terdut-standin:e2e (STANDIN_ADMIN=1), registry.k8s.io/pause:3.10.1
+# BASES=local (default) takes the base images e2e/images/bases.sh assembles from Debian's
+# packages, so nothing is pulled; BASES=public uses the Dockerfiles' defaults (docker.io and
+# gcr.io). The build context is the working tree; SOURCE=HEAD builds the last commit instead
+# (`git archive`), which a tree in the middle of an edit cannot break.
+# Prints the folder holding the tars; image sizes and build times go to stderr.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DOCKER=$(bash e2e/images/engine.sh)
+CACHE="${TERDUT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/terdut-operator}"
+OUT="$CACHE/images/tars"
+TAG="${IMAGE_TAG:-e2e}"
+mkdir -p "$OUT"
+log() { printf '[images] %s\n' "$*" >&2; }
+export DOCKER_BUILDKIT=1
+
+args=()
+if [ "${BASES:-local}" = local ]; then
+  eval "$(bash e2e/images/bases.sh | tail -1)"  # BUILDER=... RUNTIME=...
+  args=(--build-arg "BUILDER=$BUILDER" --build-arg "RUNTIME=$RUNTIME")
+fi
+
+# The build stage is shared (see Dockerfile): the second build reuses the first's.
+build() {
+  local ref=$1; shift
+  local t0=$SECONDS log="$CACHE/images/build-$(echo "$ref" | tr '/:' '__').log"
+  local ok=0
+  if [ "${SOURCE:-tree}" = HEAD ]; then
+    git archive --format=tar HEAD | "$DOCKER" build --progress=plain "${args[@]}" "$@" -t "$ref" - > "$log" 2>&1 || ok=$?
+  else
+    "$DOCKER" build --progress=plain "${args[@]}" "$@" -t "$ref" . > "$log" 2>&1 || ok=$?
+  fi
+  if [ "$ok" != 0 ]; then
+    tail -30 "$log" >&2
+    log "building $ref failed (log: $log)"
+    exit 1
+  fi
+  log "$ref built in $((SECONDS - t0)) s, $("$DOCKER" image inspect -f '{{.Size}}' "$ref" | awk '{printf "%.1f MB", $1/1e6}')"
+}
+build "terdut-operator:$TAG"
+build "terdut-standin:$TAG" -f e2e/standin/Dockerfile --build-arg STANDIN_ADMIN=1
+
+# Kubernetes' own pause container, from pause.c in the pinned module (e2e/control-plane/build.sh
+# pause): the sandbox image containerd is pinned to, imported instead of pulled.
+PAUSE=registry.k8s.io/pause:3.10.1
+if ! "$DOCKER" image inspect "$PAUSE" >/dev/null 2>&1; then
+  BIN=$(bash e2e/control-plane/build.sh pause)
+  tmp=$(mktemp -d)
+  install -m 0755 "$BIN/pause" "$tmp/pause"
+  tar -C "$tmp" --numeric-owner --owner=0 --group=0 -cf - pause | "$DOCKER" import \
+    --change 'ENTRYPOINT ["/pause"]' --change 'USER 65535:65535' - "$PAUSE" >/dev/null
+  rm -rf "$tmp"
+fi
+
+# A tar per image, rewritten only when the image changed (containerd imports them per run).
+for ref in "terdut-operator:$TAG" "terdut-standin:$TAG" "$PAUSE"; do
+  id=$("$DOCKER" image inspect -f '{{.Id}}' "$ref")
+  tar="$OUT/$(echo "$ref" | tr '/:' '__').tar"
+  if [ "$(cat "$tar.id" 2>/dev/null)" != "$id" ]; then
+    "$DOCKER" save -o "$tar" "$ref"
+    echo "$id" > "$tar.id"
+  fi
+done
+echo "$OUT"
