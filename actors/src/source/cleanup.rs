@@ -14,9 +14,15 @@
 //!   no `teamID` yet): removal stays blocked, with a Warning Event and `DeletionBlocked`, and is
 //!   retried with backoff. Removing the finalizer by hand is the documented way out.
 //!
-//! With no integration id known (the operator stopped between a POST and recording anything), the
-//! POST is repeated: it answers the existing integration by `external_id` (or creates one whose
-//! key is dropped unread) and that id is deleted, so even the crash window leaves no orphan.
+//! Nothing a tenant can write is authority (docs/security.md): the team's `status.teamID` is
+//! confirmed with the server before anything is deleted on it, and a recorded integration id
+//! (the webhook Secret's annotation, `status.integrationID`) is deleted only when the server
+//! says its `external_id` is this source's. Otherwise, with no id known (the operator stopped
+//! between a POST and recording anything, or a hint was someone else's), the POST is repeated:
+//! it answers the existing integration by `external_id` (or creates one whose key is dropped
+//! unread) and that id is deleted, so even the crash window leaves no orphan. That POST is a
+//! create call, so it is made only while the team's server accepts this namespace; otherwise
+//! the finalizer is released with a Warning saying what may be left.
 
 use std::sync::Arc;
 
@@ -31,11 +37,13 @@ use super::apply::{event, release_finalizer};
 use super::names::{FINALIZER, external_id, secret_name};
 use super::observe::{self, Read};
 use super::plan::{integration_kind, lookup_id};
-use super::resolve::{ServerAccess, credentials};
-use crate::api::{Deletion, Id, NewIntegration, TerdutClient};
+use super::resolve::{ServerAccess, TeamCheck, credentials, verify_team};
+use crate::api::{ApiError, Deletion, Id, NewIntegration, TerdutClient};
+use crate::consent::Consent;
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
+use crate::server::actor::consent;
 use crate::server::observe::team_server_key;
 
 /// How a deletion pass ended.
@@ -106,9 +114,31 @@ pub async fn cleanup(ctx: &Ctx, source: &TerdutAlertSource) -> Result<Cleanup, R
         )
         .await;
     }
+    let secret = observe::secret(
+        ctx,
+        &key.namespace,
+        &secret_name(&key.name),
+        &source.uid().unwrap_or_default(),
+        Read::Cache,
+    )
+    .await?;
+    let recorded = lookup_id(&secret.view, status_id);
     let Some(team_id) = team.status.as_ref().and_then(|s| s.team_id) else {
         if team_deleting {
             return release(ctx, source, team_gone_note()).await;
+        }
+        if recorded.is_none() {
+            // An integration is only ever created on a team id the server confirmed, and its
+            // id is recorded with its key: with neither, none was made for this object.
+            return release(
+                ctx,
+                source,
+                format!(
+                    "TerdutTeam {team_name} has no teamID and no integration was recorded for \
+                     this object, so none was created; nothing to delete"
+                ),
+            )
+            .await;
         }
         return Ok(Cleanup::Blocked(format!(
             "TerdutTeam {team_name} has no teamID yet; the integration is deleted once it has one"
@@ -125,46 +155,65 @@ pub async fn cleanup(ctx: &Ctx, source: &TerdutAlertSource) -> Result<Cleanup, R
             )));
         }
     };
-    let secret = observe::secret(
-        ctx,
-        &key.namespace,
-        &secret_name(&key.name),
-        &source.uid().unwrap_or_default(),
-        Read::Cache,
-    )
-    .await?;
-    let recorded = lookup_id(&secret.view, status_id);
-    let id = match recorded {
-        Some(id) => id,
-        None => match by_external_id(ctx, source, &client, team_id).await? {
-            Some(id) => id,
-            None => return Ok(Cleanup::Released),
+    let want = external_id(&key.namespace, &key.name);
+    // The team's status is a hint a tenant can write: delete nothing on a team the server does
+    // not confirm is this one.
+    if let TeamCheck::NotOurs(detail) =
+        verify_team(&client, team_id, &key.namespace, team_name).await?
+    {
+        return release(
+            ctx,
+            source,
+            format!(
+                "{detail}; nothing was deleted on the server (an integration {want} left on this \
+                 source's team, if any, is deleted with the team)"
+            ),
+        )
+        .await;
+    }
+    let verified = match recorded {
+        Some(id) => match client.get_integration(team_id, id).await {
+            Ok(i) if i.id == id && i.external_id == want => Some(id),
+            // Someone else's id in a tenant-writable hint: never deleted.
+            Ok(_) | Err(ApiError::NotFound) => None,
+            Err(e) => return Err(e.into()),
         },
+        None => None,
     };
-    let deletion = client.delete_integration(team_id, id).await?;
-    let mut note = match deletion {
-        Deletion::Deleted => format!("deleted integration {id}; its webhook key no longer works"),
+    let id = match verified {
+        Some(id) => id,
+        // No recorded id is this source's (none, gone, or someone else's): the only lookup by
+        // external_id is the idempotent POST, and a server that does not accept this namespace
+        // gets no create call (docs/security.md).
+        None => {
+            if let Consent::Refused(why) = consent(ctx, &server, &key.namespace) {
+                return release(
+                    ctx,
+                    source,
+                    format!(
+                        "{why}; the integration {want} on team {team_id}, if one is left there, \
+                         was not looked up (the only lookup is a create call) and stays on the \
+                         server until its team is deleted"
+                    ),
+                )
+                .await;
+            }
+            match by_external_id(ctx, source, &client, team_id).await? {
+                Some(id) => id,
+                None => return Ok(Cleanup::Released),
+            }
+        }
+    };
+    let note = match client.delete_integration(team_id, id).await? {
+        Deletion::Deleted if recorded == Some(id) => {
+            format!("deleted integration {id}; its webhook key no longer works")
+        }
+        Deletion::Deleted => format!(
+            "deleted integration {id} (found by its external_id {want}); its webhook key no \
+             longer works"
+        ),
         Deletion::AlreadyGone => format!("integration {id} was already gone from the server"),
     };
-    // A recorded id that is already gone may be one this source replaced: a kind change or a
-    // rotation deletes the old integration, then creates the new one, and a crash or a failed
-    // write before the Secret and status record the new id leaves the old id recorded (found
-    // by the long `just chaos` run: the new integration stayed as an orphan). The server keeps
-    // one integration per external_id and team, so one look by external_id settles it.
-    let mut id = id;
-    if recorded.is_some() && matches!(deletion, Deletion::AlreadyGone) {
-        match by_external_id(ctx, source, &client, team_id).await? {
-            Some(other) => {
-                client.delete_integration(team_id, other).await?;
-                note = format!(
-                    "integration {id} was already gone; deleted integration {other}, created for \
-                     this source after it; its webhook key no longer works"
-                );
-                id = other;
-            }
-            None => return Ok(Cleanup::Released),
-        }
-    }
     info!(source = %key, integration = id, "integration deleted; releasing the finalizer");
     release_finalizer(ctx, source).await?;
     event(

@@ -22,7 +22,7 @@ use super::execute::{self, Executed, Target};
 use super::names::{ANNOTATION_ROTATE, ANNOTATION_ROTATED_FOR, secret_name, validate_source_name};
 use super::observe::{self, Read};
 use super::plan::{Blocker, Desired, Inputs, integration_kind, plan};
-use super::resolve::{ServerAccess, TeamView, credentials, team};
+use super::resolve::{Access, Granted, access};
 use super::status::{Outcome, desired_status, status_patch};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
@@ -147,21 +147,11 @@ impl SourceReconciler {
             return Ok(Outcome::InvalidSpec(m));
         }
         let team_name = source.spec.team_ref.name.clone();
-        let (team_id, server) = match team(&self.ctx, source) {
-            TeamView::NotFound => return Ok(Outcome::TeamNotFound { team: team_name }),
-            TeamView::NotReady { why, .. } => {
-                return Ok(Outcome::WaitingForTeam {
-                    team: team_name,
-                    detail: why,
-                });
-            }
-            TeamView::Ready {
-                team_id, server, ..
-            } => (team_id, server),
-        };
-        let client = match credentials(&self.ctx, &server).await? {
-            ServerAccess::Ready(c) => c,
-            ServerAccess::NotReady(detail) => return Ok(Outcome::WaitingForServer { detail }),
+        let Granted {
+            client, team_id, ..
+        } = match access(&self.ctx, source).await? {
+            Access::Granted(g) => g,
+            Access::Denied(outcome) => return Ok(outcome),
         };
         let annotations = source.annotations();
         let desired = Desired {
@@ -175,7 +165,8 @@ impl SourceReconciler {
         let secret_name = secret_name(&key.name);
         let mut secret =
             observe::secret(&self.ctx, &key.namespace, &secret_name, &uid, Read::Cache).await?;
-        let mut server_view = observe::server(&client, team_id, &secret.view, status_id).await?;
+        let mut server_view =
+            observe::server(&self.ctx, source, &client, team_id, &secret.view, status_id).await?;
         let first = plan(&Inputs {
             desired,
             status_id,
@@ -186,7 +177,9 @@ impl SourceReconciler {
             // Never mint, destroy or fail closed on a cache's word: read the Secret itself.
             secret =
                 observe::secret(&self.ctx, &key.namespace, &secret_name, &uid, Read::Live).await?;
-            server_view = observe::server(&client, team_id, &secret.view, status_id).await?;
+            server_view =
+                observe::server(&self.ctx, source, &client, team_id, &secret.view, status_id)
+                    .await?;
         }
         // Before any POST: no integration may exist that deleting the object would not remove.
         ensure_finalizer(&self.ctx, source).await?;

@@ -32,6 +32,9 @@ pub enum Outcome {
     WaitingForServer {
         detail: String,
     },
+    /// The team's server does not accept this namespace (DESIGN §4.6), whatever the team's
+    /// status says.
+    RefNotPermitted(String),
     /// Fails closed (DESIGN §5).
     SecretLost {
         id: Id,
@@ -93,6 +96,12 @@ pub fn desired_status(outcome: &Outcome, generation: Option<i64>, secret: &str) 
             None,
         ),
         Outcome::WaitingForServer { detail } => (false, WAITING_FOR_SERVER, detail.clone(), None),
+        Outcome::RefNotPermitted(why) => (
+            false,
+            REF_NOT_PERMITTED,
+            format!("{why}; no integration is created on it for this namespace"),
+            None,
+        ),
         Outcome::SecretLost { id } => (
             false,
             WEBHOOK_SECRET_LOST,

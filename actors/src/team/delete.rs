@@ -15,11 +15,18 @@
 //!   up"): the pause stops the operator from changing a team that exists, but a deleted
 //!   TerdutTeam that waited for an annotation on an object being deleted would be stuck for
 //!   anyone who did not know, and deleting it says what the user wants.
-//! - With no valid `status.teamID` (lost status, or a crash between the finalizer and the
-//!   create) the team is found with the idempotent POST. The contract has no lookup by
+//! - **Identity, not hints**: `status.teamID` (and the id the actor remembers) is deleted only
+//!   once the server confirms that team's `external_id` is this object's: a tenant can write
+//!   the status of their own TerdutTeam, and must not get another tenant's team deleted.
+//! - With no confirmed id (lost status, a crash between the finalizer and the create, a forged
+//!   id) the team is found with the idempotent POST. The contract has no lookup by
 //!   `external_id`; if no team of ours exists the POST creates one, which the DELETE right
 //!   after removes again, and a 409 `team_name_taken` proves none exists (a known
-//!   `external_id` is answered 200 before names are compared).
+//!   `external_id` is answered 200 before names are compared). That POST is a create call: a
+//!   server that does not (or no longer) accepts the namespace never gets one (a tenant could
+//!   otherwise create rows on it, and learn which display names exist there, by deleting a
+//!   refused TerdutTeam carrying a self-added finalizer). Then the finalizer is released with
+//!   a `TeamLeftOnServer` Warning saying what may be left there.
 
 use kube::ResourceExt;
 use kube::api::Api;
@@ -33,9 +40,11 @@ use super::plan::external_id;
 use super::reconcile::Next;
 use super::status::{Outcome, StatusInputs, desired_status};
 use crate::api::{ApiError, Deletion, Id, TerdutClient};
+use crate::consent::Consent;
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
+use crate::server::actor::consent;
 use crate::server::observe::team_server_key;
 
 /// One deletion pass. `warned` keeps the Warning of the current failure streak from repeating;
@@ -101,8 +110,30 @@ pub async fn finalize(
         return Ok(Next::Resync);
     }
     let known = team.status.as_ref().and_then(|s| s.team_id).or(remembered);
-    let id = match ours(&client, team, known, &external_id(&key)).await {
-        Ok(id) => id,
+    let accepted = consent(ctx, &server, &key.namespace) == Consent::Allowed;
+    let id = match ours(&client, team, known, &external_id(&key), accepted).await {
+        Ok(Ours::Id(id)) => Some(id),
+        Ok(Ours::NoneExists) => None,
+        Ok(Ours::NotLookedUp) => {
+            events::warning(
+                ctx,
+                team,
+                "TeamLeftOnServer",
+                "Delete",
+                format!(
+                    "TerdutServer {server} does not accept TerdutTeams from namespace {} and no \
+                     team id it confirms as {} is known, so nothing was looked up or deleted \
+                     there (the only lookup by external_id is a create call, which a server that \
+                     does not accept the namespace never gets); released the finalizer. If such a \
+                     team exists on the server, delete it there by hand",
+                    key.namespace,
+                    external_id(&key)
+                ),
+            )
+            .await;
+            finalizer::apply(ctx, team, &release).await?;
+            return Ok(Next::Resync);
+        }
         Err(e) => {
             let why = e.to_string();
             events::warn_once(ctx, team, warned, "TeamDeleteFailed", "Delete", failed(why)).await;
@@ -166,26 +197,44 @@ async fn still_ours(ctx: &Ctx, team: &TerdutTeam) -> Result<bool, ReconcileError
     }
 }
 
-/// The id of our team on the server, if one exists (see the module doc for the POST).
+/// What [`ours`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ours {
+    /// The server confirms this id is the team's `external_id`.
+    Id(Id),
+    /// No team with this `external_id` exists (the POST met the name of another team).
+    NoneExists,
+    /// No known id is confirmed, and the server does not accept this namespace, so the POST
+    /// that would find the team by `external_id` was not made.
+    NotLookedUp,
+}
+
+/// The id of our team on the server, if one exists (see the module doc for the POST). A known
+/// id (status or memory: hints a tenant can write) counts only once the server confirms it;
+/// the POST is made only for a namespace the server accepts.
 async fn ours(
     client: &TerdutClient,
     team: &TerdutTeam,
     known: Option<Id>,
     external_id: &str,
-) -> Result<Option<Id>, ApiError> {
+    accepted: bool,
+) -> Result<Ours, ApiError> {
     if let Some(id) = known {
         match client.get_team(id).await {
-            Ok(t) if t.external_id == external_id => return Ok(Some(id)),
+            Ok(t) if t.id == id && t.external_id == external_id => return Ok(Ours::Id(id)),
             Ok(_) | Err(ApiError::NotFound) => {}
             Err(e) => return Err(e),
         }
+    }
+    if !accepted {
+        return Ok(Ours::NotLookedUp);
     }
     match client
         .create_team(&team.spec.display_name, external_id)
         .await
     {
-        Ok(c) => Ok(Some(c.team().id)),
-        Err(ApiError::TeamNameTaken) => Ok(None),
+        Ok(c) => Ok(Ours::Id(c.team().id)),
+        Err(ApiError::TeamNameTaken) => Ok(Ours::NoneExists),
         Err(e) => Err(e),
     }
 }

@@ -78,6 +78,21 @@ pub async fn add(ctx: &Ctx, team: &TerdutTeam) -> Result<(), ReconcileError> {
     }
 }
 
+/// Removes the finalizer from the object as it is now (read live): for a pass that added it
+/// moments ago, whose copy's resourceVersion is already stale.
+pub async fn release_live(ctx: &Ctx, team: &TerdutTeam) -> Result<(), ReconcileError> {
+    let key = ObjectKey::of(team);
+    let api: Api<TerdutTeam> = Api::namespaced(ctx.kube.clone(), &key.namespace);
+    let live = api
+        .get_opt(&key.name)
+        .await
+        .map_err(|e| ReconcileError::kube("get", format!("TerdutTeam {key}"), e))?;
+    match live.as_ref().and_then(|l| removing(l).map(|p| (l, p))) {
+        Some((live, patch)) => apply(ctx, live, &patch).await,
+        None => Ok(()),
+    }
+}
+
 async fn send(ctx: &Ctx, team: &TerdutTeam, patch: &serde_json::Value) -> Result<(), kube::Error> {
     let key = ObjectKey::of(team);
     let api: Api<TerdutTeam> = Api::namespaced(ctx.kube.clone(), &key.namespace);

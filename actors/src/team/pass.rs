@@ -11,7 +11,7 @@
 
 use kube::ResourceExt;
 use terdut_crds::v1alpha1::TerdutTeam;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::access::{Access, access};
 use super::apply::{self, Failure, classify, event_for, execute};
@@ -19,8 +19,8 @@ use super::events;
 use super::finalizer;
 use super::observe;
 use super::plan::{Desired, Observed, create_or_find, desired, plan};
-use super::status::{Outcome, converged};
-use crate::api::{Id, TeamCreate, TerdutClient};
+use super::status::{ADOPT_ANNOTATION, Outcome, converged};
+use crate::api::{Id, Team, TeamCreate, TerdutClient};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
@@ -62,6 +62,9 @@ pub async fn converge(
         Access::Granted(c) => c,
         Access::Denied(outcome) => return Ok(ended(outcome, team_id)),
     };
+    // Held before this pass: a team of this identity may have been created by an earlier pass
+    // of this object (and found again now), not by an earlier object (ADR 0007).
+    let had_finalizer = finalizer::has(team);
     finalizer::add(ctx, team).await?;
     // Anything that differs now while the last pass had converged on this very spec was
     // changed on the server behind the operator's back.
@@ -80,11 +83,16 @@ pub async fn converge(
     let observed = match known {
         Some(o) => o,
         // `team_id`, if any, names no team of ours any more: it was deleted on the server.
-        None => match found_or_created(ctx, team, &client, &desired, &server, team_id, drift).await
-        {
-            Ok(o) => o,
-            Err(outcome) => return Ok(ended(outcome, None)),
-        },
+        None => {
+            let earlier = Earlier {
+                lost: team_id,
+                had_finalizer,
+            };
+            match found_or_created(ctx, team, &client, &desired, &server, earlier, drift).await {
+                Ok(o) => o,
+                Err(outcome) => return Ok(ended(outcome, None)),
+            }
+        }
     };
     let team_id = Some(observed.team.id);
 
@@ -118,17 +126,71 @@ pub async fn converge(
     Ok(ended(outcome, team_id))
 }
 
-/// The create-or-find step for a team the pass knows no (valid) id of. `lost`: the id status
-/// had, whose team is gone: a 201 then means the team was recreated (a Warning Event).
+/// What this object knew of a team before the create-or-find step.
+#[derive(Clone, Copy, Debug)]
+struct Earlier {
+    /// The id status (or the actor) had, whose team is gone: a 201 then means the team was
+    /// recreated (a Warning Event).
+    lost: Option<Id>,
+    /// The object carried the finalizer before this pass, so an earlier pass of it may have
+    /// created the team (the finalizer goes on before the first create).
+    had_finalizer: bool,
+}
+
+impl Earlier {
+    /// Nothing ties this object to a team: one found by `external_id` was made for another.
+    fn knows_nothing(&self) -> bool {
+        self.lost.is_none() && !self.had_finalizer
+    }
+}
+
+/// A team with this object's `external_id` that this object never made (ADR 0007): a namespace
+/// deleted and recreated, or a new TerdutTeam reusing an old one's name. Taken over only with
+/// [`ADOPT_ANNOTATION`] naming its id, with a Warning either way; otherwise the finalizer just
+/// added is released again (the object holds nothing on the server, so deleting it must not
+/// delete that team) and the pass ends `Adopted`.
+async fn adopt(ctx: &Ctx, team: &TerdutTeam, server: &ObjectKey, t: &Team) -> Result<(), Outcome> {
+    let opted_in = team.annotations().get(ADOPT_ANNOTATION).map(String::as_str)
+        == Some(t.id.to_string().as_str());
+    if opted_in {
+        info!(team = %team.name_any(), id = t.id, "adopting the existing team (annotation)");
+        events::warning(
+            ctx,
+            team,
+            "Adopted",
+            "Adopt",
+            format!(
+                "took over team {} ({:?}) on TerdutServer {server}, which existed before this \
+                 TerdutTeam with its external_id {}, as {ADOPT_ANNOTATION} asks; what the server \
+                 kept with it, such as its incident history, stays with it",
+                t.id, t.name, t.external_id
+            ),
+        )
+        .await;
+        return Ok(());
+    }
+    warn!(team = %team.name_any(), id = t.id, "a team with this external_id exists; not adopted without the annotation");
+    if let Err(e) = finalizer::release_live(ctx, team).await {
+        return Err(Outcome::WaitingForServer(format!(
+            "team {} exists on TerdutServer {server} and is not adopted, but the finalizer could \
+             not be released yet: {e}; retrying",
+            t.id
+        )));
+    }
+    Err(Outcome::Adopted { team_id: t.id })
+}
+
+/// The create-or-find step for a team the pass knows no (valid) id of.
 async fn found_or_created(
     ctx: &Ctx,
     team: &TerdutTeam,
     client: &TerdutClient,
     desired: &Desired,
     server: &ObjectKey,
-    lost: Option<Id>,
+    earlier: Earlier,
     drift: bool,
 ) -> Result<Observed, Outcome> {
+    let lost = earlier.lost;
     let call = create_or_find(desired);
     let created = match apply::create(client, desired).await {
         Ok(created) => created,
@@ -172,6 +234,15 @@ async fn found_or_created(
             }
             info!(team = %team.name_any(), id = t.id, "created the team on the server");
             Ok(observe::fresh(t))
+        }
+        TeamCreate::Found(t) if earlier.knows_nothing() => {
+            adopt(ctx, team, server, &t).await?;
+            let id = t.id;
+            observe::rest(client, t).await.map_err(|e| {
+                Outcome::WaitingForServer(format!(
+                    "TerdutServer {server} could not be read (team {id}): {e}; retrying"
+                ))
+            })
         }
         TeamCreate::Found(t) => {
             // A lost status or a crash after the create: the same team, found by its identity.

@@ -52,7 +52,10 @@ impl Next {
             Outcome::Ready
             | Outcome::ServerRefNotFound
             | Outcome::RefNotPermitted(_)
-            | Outcome::InvalidSpec(_) => Self::Resync,
+            | Outcome::InvalidSpec(_)
+            // Waits for an annotation (a watch event); a team deleted on the server is seen at
+            // the resync.
+            | Outcome::Adopted { .. } => Self::Resync,
             Outcome::TeamNameTaken | Outcome::UnknownUser { .. } => Self::Blocked,
             Outcome::WaitingForServer(_) => Self::Backoff,
         }

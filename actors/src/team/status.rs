@@ -28,6 +28,9 @@ pub const PAUSE_ANNOTATION: &str = "terdut.ryuvia.com/paused";
 pub const PAUSED: &str = "Paused";
 /// Reason of the [`PAUSED`] condition.
 pub const PAUSED_BY_ANNOTATION: &str = "PausedByAnnotation";
+/// Opt-in to take over an existing team found by `external_id` (ADR 0007): its value must be
+/// that team's id, so the choice is about one team, made knowingly.
+pub const ADOPT_ANNOTATION: &str = "terdut.ryuvia.com/adopt";
 
 /// Whether `annotations` pause reconciliation.
 pub fn is_paused(annotations: &std::collections::BTreeMap<String, String>) -> bool {
@@ -52,6 +55,10 @@ pub enum Outcome {
     UnknownUser { username: String },
     /// The spec cannot be applied as written; why.
     InvalidSpec(String),
+    /// A team with this object's `external_id` already exists on the server, made for an
+    /// earlier TerdutTeam of the same namespace and name (a namespace deleted and recreated):
+    /// nothing is changed on it until someone opts in with [`ADOPT_ANNOTATION`] (ADR 0007).
+    Adopted { team_id: i64 },
 }
 
 impl Outcome {
@@ -64,6 +71,7 @@ impl Outcome {
             Self::TeamNameTaken => reasons::TEAM_NAME_TAKEN,
             Self::UnknownUser { .. } => reasons::UNKNOWN_USER,
             Self::InvalidSpec(_) => reasons::INVALID_SPEC,
+            Self::Adopted { .. } => reasons::ADOPTED,
         }
     }
 
@@ -123,6 +131,14 @@ pub fn desired_status(outcome: &Outcome, i: &StatusInputs<'_>) -> DesiredStatus 
              ladder is applied once that user exists"
         ),
         Outcome::InvalidSpec(why) => why.clone(),
+        Outcome::Adopted { team_id } => format!(
+            "team {team_id} with this object's external_id already exists on TerdutServer \
+             {server}: it was made for an earlier TerdutTeam of this namespace and name (for \
+             example before the namespace was deleted and recreated) and keeps what the server \
+             holds for it, such as its incident history. Nothing is changed on it: to take it \
+             over as it is, annotate this TerdutTeam {ADOPT_ANNOTATION}=\"{team_id}\"; to start \
+             afresh, delete that team on the server"
+        ),
     };
     DesiredStatus {
         ready: Some(

@@ -119,6 +119,9 @@ pub mod reasons {
     pub const TEAM_NOT_FOUND: &str = "TeamNotFound";
     pub const WAITING_FOR_TEAM: &str = "WaitingForTeam";
     pub const WAITING_FOR_SERVER: &str = "WaitingForServer";
+    /// The team's TerdutServer does not accept TerdutTeams (and so their alert sources) from
+    /// this namespace (its spec.allowedTeams).
+    pub const REF_NOT_PERMITTED: &str = "RefNotPermitted";
     pub const WEBHOOK_SECRET_LOST: &str = "WebhookSecretLost";
     /// A Secret with the webhook Secret's name belongs to someone else.
     pub const WEBHOOK_SECRET_CONFLICT: &str = "WebhookSecretConflict";
