@@ -49,6 +49,10 @@ pub trait ObjectKind: Send + Sync + 'static {
     /// Consecutive failed passes, for the state's `Debug`.
     fn failures(memory: &Self::Memory) -> u32;
 
+    /// The TerdutServer a pass of `object` works on: its lane of the pass limit, so one
+    /// server that never answers cannot hold every slot (`pass_limit.rs`).
+    fn lane(ctx: &Ctx, object: &Self::Object) -> ObjectKey;
+
     /// One pass over the newest copy of the object; returns when the next pass is due.
     fn reconcile<'a>(
         reconciler: &'a Self::Reconciler,
@@ -260,7 +264,17 @@ impl<K: ObjectKind> Actor for ObjectActor<K> {
         // exists only while the pass runs: ractor boxes each actor's processing loop once, and
         // a handler future awaited inline would make every idle actor carry that size
         // (docs/adr/0005-memory-per-object.md).
-        self.passes.run(|| self.reconcile(&myself, state)).await;
+        // The lane is read from the copy now; the pass reads the newest copy again once it has
+        // its slot.
+        let Some(object) = self.current(state.child.key()) else {
+            debug!(kind = K::KIND, object = %state.child.key(), "not in the cache (deleted); nothing to do");
+            return Ok(());
+        };
+        let lane = K::lane(&self.ctx, &object);
+        drop(object);
+        self.passes
+            .run(lane, || self.reconcile(&myself, state))
+            .await;
         Ok(())
     }
 }

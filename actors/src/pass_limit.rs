@@ -1,10 +1,20 @@
 //! How many passes of one kind run at once ([`OperatorConfig::max_concurrent_passes`],
-//! controller-runtime's MaxConcurrentReconciles).
+//! controller-runtime's MaxConcurrentReconciles), and how the slots are shared between
+//! TerdutServers.
 //!
-//! Memory, not throughput, is why: a pass's future is ~15 KB (kube and reqwest calls inline),
+//! Memory is why there is a limit: a pass's future is ~15 KB (kube and reqwest calls inline),
 //! and a cold start or a relist nudges every object at once, so without a bound 10,000 teams
 //! would hold 10,000 of them while they queue for the API servers (heap profile,
 //! docs/performance.md). Waiting actors hold only the small future of the wait.
+//!
+//! Fairness is why it has lanes, one per TerdutServer: a pass of a server that never answers
+//! holds its slot for the whole request timeout, so with one FIFO queue 200 teams of a
+//! black-holed (or hostile) server would hold every slot while a team on a healthy server
+//! waited behind them. Here a lane holds at most half the slots ([`per_lane`]), and a freed
+//! slot goes to the next lane in turn (round-robin), first come first served within a lane.
+//! One server still gets half the slots, more than the 64 requests its client sends at once
+//! (`ClientConfig::DEFAULT_MAX_IN_FLIGHT` at the default of 256), so a single-server install
+//! loses nothing (docs/security.md, "bounded and fair").
 //!
 //! The limit is a queue that `actor_mailbox_depth` cannot see (a waiting actor has taken its
 //! message), so it exports its own `reconcile_passes_waiting` and `reconcile_passes_running`:
@@ -13,19 +23,132 @@
 //!
 //! [`OperatorConfig::max_concurrent_passes`]: crate::context::OperatorConfig::max_concurrent_passes
 
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use prometheus_client::metrics::gauge::Gauge;
-use tokio::sync::Semaphore;
+use tokio::sync::oneshot;
+
+use crate::key::ObjectKey;
+
+/// The lane of a pass: the TerdutServer it works on (an empty key when it has none yet).
+pub type Lane = ObjectKey;
+
+/// The most slots one lane holds at once out of `total`: half, and at least one.
+pub fn per_lane(total: usize) -> usize {
+    (total / 2).max(1)
+}
 
 /// Shared by every actor of one kind; cheap to clone.
 #[derive(Clone, Debug)]
 pub struct PassLimit {
-    slots: Arc<Semaphore>,
+    slots: Arc<Mutex<Slots>>,
     /// Passes waiting for a slot, and passes holding one.
     waiting: Gauge,
     running: Gauge,
+}
+
+#[derive(Debug)]
+struct Slots {
+    total: usize,
+    per_lane: usize,
+    busy: usize,
+    lanes: HashMap<Lane, LaneState>,
+    /// Lanes with waiters, in the order they are served.
+    turn: VecDeque<Lane>,
+}
+
+#[derive(Debug, Default)]
+struct LaneState {
+    busy: usize,
+    waiters: VecDeque<oneshot::Sender<Slot>>,
+}
+
+/// A held slot; dropping it gives the slot back (to the next lane in turn).
+#[derive(Debug)]
+struct Slot {
+    slots: Arc<Mutex<Slots>>,
+    lane: Lane,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let handed = {
+            let mut s = lock(&self.slots);
+            s.release(&self.lane);
+            s.hand_out()
+        };
+        // Sent outside the lock: a slot whose waiter is gone comes straight back here.
+        for (tx, lane) in handed {
+            let _ = tx.send(Slot {
+                slots: self.slots.clone(),
+                lane,
+            });
+        }
+    }
+}
+
+fn lock(slots: &Mutex<Slots>) -> MutexGuard<'_, Slots> {
+    // A panic while holding this lock leaves counters that are still consistent.
+    slots.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Slots {
+    fn release(&mut self, lane: &Lane) {
+        self.busy = self.busy.saturating_sub(1);
+        if let Some(l) = self.lanes.get_mut(lane) {
+            l.busy = l.busy.saturating_sub(1);
+            if l.busy == 0 && l.waiters.is_empty() {
+                self.lanes.remove(lane);
+            }
+        }
+    }
+
+    /// Takes free slots for waiters, lane by lane in turn; returns who gets one. A waiter
+    /// whose pass was cancelled gets its slot anyway and gives it back at once (its `Slot`
+    /// drops inside the closed channel).
+    fn hand_out(&mut self) -> Vec<(oneshot::Sender<Slot>, Lane)> {
+        let Slots {
+            total,
+            per_lane,
+            busy,
+            lanes,
+            turn,
+        } = self;
+        let mut handed = vec![];
+        let mut skipped = 0;
+        while *busy < *total && skipped < turn.len() {
+            let Some(lane) = turn.pop_front() else {
+                break;
+            };
+            let Some(state) = lanes.get_mut(&lane) else {
+                continue;
+            };
+            if state.busy >= *per_lane {
+                turn.push_back(lane);
+                skipped += 1;
+                continue;
+            }
+            skipped = 0;
+            // Skip waiters that gave up already; they hold nothing.
+            while let Some(tx) = state.waiters.pop_front() {
+                if tx.is_closed() {
+                    continue;
+                }
+                state.busy += 1;
+                *busy += 1;
+                handed.push((tx, lane.clone()));
+                break;
+            }
+            if !state.waiters.is_empty() {
+                turn.push_back(lane);
+            } else if state.busy == 0 {
+                lanes.remove(&lane);
+            }
+        }
+        handed
+    }
 }
 
 /// Counts one in a gauge for as long as it lives, so a pass cancelled while waiting (its
@@ -50,28 +173,65 @@ impl PassLimit {
     /// [`OperatorMetrics::pass_gauges`](crate::runtime::metrics::OperatorMetrics::pass_gauges)
     /// gives them.
     pub fn new(passes: usize, (waiting, running): (Gauge, Gauge)) -> Self {
+        let total = passes.max(1);
         Self {
-            slots: Arc::new(Semaphore::new(passes.max(1))),
+            slots: Arc::new(Mutex::new(Slots {
+                total,
+                per_lane: per_lane(total),
+                busy: 0,
+                lanes: HashMap::new(),
+                turn: VecDeque::new(),
+            })),
             waiting,
             running,
         }
     }
 
-    /// Runs the pass `start` makes once a slot is free. The pass is made and boxed only then:
-    /// the caller's future (an actor's processing loop, boxed once per actor by ractor) holds
-    /// a pointer to it, not the pass itself.
-    pub async fn run<F: Future>(&self, start: impl FnOnce() -> F) -> F::Output {
+    /// Runs the pass `start` makes once `lane` has a slot. The pass is made and boxed only
+    /// then: the caller's future (an actor's processing loop, boxed once per actor by ractor)
+    /// holds a pointer to it, not the pass itself.
+    pub async fn run<F: Future>(&self, lane: Lane, start: impl FnOnce() -> F) -> F::Output {
         let waiting = Counted::new(&self.waiting);
-        // The semaphore is never closed, so the permit is always granted eventually.
-        let _permit = self.slots.acquire().await.ok();
+        let _slot = self.acquire(lane).await;
         drop(waiting);
         let _running = Counted::new(&self.running);
         Box::pin(start()).await
     }
 
-    /// Passes that could start now.
+    async fn acquire(&self, lane: Lane) -> Slot {
+        let rx = {
+            let mut s = lock(&self.slots);
+            let (total, per_lane, busy) = (s.total, s.per_lane, s.busy);
+            let state = s.lanes.entry(lane.clone()).or_default();
+            if busy < total && state.busy < per_lane && state.waiters.is_empty() {
+                state.busy += 1;
+                s.busy += 1;
+                drop(s);
+                return Slot {
+                    slots: self.slots.clone(),
+                    lane,
+                };
+            }
+            let (tx, rx) = oneshot::channel();
+            let first = state.waiters.is_empty();
+            state.waiters.push_back(tx);
+            if first {
+                s.turn.push_back(lane);
+            }
+            rx
+        };
+        match rx.await {
+            Ok(slot) => slot,
+            // Only a dropped `PassLimit` drops the senders, and every waiter holds a clone of
+            // its `Arc`: unreachable, but never hang or panic on it.
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    /// Passes that could start now in a lane holding no slot.
     pub fn available(&self) -> usize {
-        self.slots.available_permits()
+        let s = lock(&self.slots);
+        s.total - s.busy
     }
 }
 
@@ -81,18 +241,26 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
+    fn lane(name: &str) -> Lane {
+        ObjectKey::new("ns", name)
+    }
+
+    fn gauges() -> (Gauge, Gauge) {
+        (Gauge::default(), Gauge::default())
+    }
+
     #[tokio::test]
     async fn no_more_than_the_limit_run_at_once_and_all_finish() {
-        let gauges = (Gauge::default(), Gauge::default());
-        let limit = PassLimit::new(3, gauges.clone());
+        let gauges = gauges();
+        let limit = PassLimit::new(6, gauges.clone());
         let running = Arc::new(AtomicUsize::new(0));
         let most = Arc::new(AtomicUsize::new(0));
-        let tasks: Vec<_> = (0..20)
-            .map(|_| {
+        let tasks: Vec<_> = (0..40)
+            .map(|i| {
                 let (limit, running, most) = (limit.clone(), running.clone(), most.clone());
                 tokio::spawn(async move {
                     limit
-                        .run(|| async {
+                        .run(lane(&format!("s{}", i % 3)), || async {
                             let now = running.fetch_add(1, Ordering::SeqCst) + 1;
                             most.fetch_max(now, Ordering::SeqCst);
                             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -106,25 +274,100 @@ mod tests {
         for t in tasks {
             assert_eq!(t.await.unwrap(), 7);
         }
-        assert_eq!(most.load(Ordering::SeqCst), 3);
-        assert_eq!(limit.available(), 3, "every slot given back");
+        assert_eq!(most.load(Ordering::SeqCst), 6);
+        assert_eq!(limit.available(), 6, "every slot given back");
         assert_eq!((gauges.0.get(), gauges.1.get()), (0, 0), "all counted out");
+        assert!(lock(&limit.slots).lanes.is_empty(), "no lane left behind");
+    }
+
+    #[tokio::test]
+    async fn one_lane_never_holds_more_than_half_the_slots() {
+        let limit = PassLimit::new(4, gauges());
+        let (release, hold) = tokio::sync::watch::channel(false);
+        let mut held = vec![];
+        for _ in 0..10 {
+            let (limit, mut hold) = (limit.clone(), hold.clone());
+            held.push(tokio::spawn(async move {
+                limit
+                    .run(lane("hung"), || async move {
+                        let _ = hold.wait_for(|r| *r).await;
+                    })
+                    .await
+            }));
+        }
+        while limit.available() > 2 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // The hung lane is at its cap; another lane's pass starts at once.
+        let other = tokio::time::timeout(
+            Duration::from_secs(5),
+            limit.run(lane("healthy"), || async { "ran" }),
+        )
+        .await;
+        assert_eq!(other.unwrap(), "ran");
+        assert_eq!(limit.available(), 2);
+        release.send(true).unwrap();
+        for h in held {
+            h.await.unwrap();
+        }
+        assert_eq!(limit.available(), 4);
+    }
+
+    #[tokio::test]
+    async fn freed_slots_go_to_the_lanes_in_turn() {
+        // One slot in all: lanes a and b queue up behind it, and get it alternately.
+        let limit = PassLimit::new(1, gauges());
+        let order = Arc::new(Mutex::new(vec![]));
+        let (release, hold) = tokio::sync::oneshot::channel::<()>();
+        let first = tokio::spawn({
+            let limit = limit.clone();
+            async move { limit.run(lane("a"), || async { hold.await.ok() }).await }
+        });
+        while limit.available() > 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let mut tasks = vec![];
+        for name in ["a", "a", "a", "b", "b"] {
+            let (mine, order) = (limit.clone(), order.clone());
+            tasks.push(tokio::spawn(async move {
+                mine.run(lane(name), || async move {
+                    order.lock().unwrap().push(name);
+                })
+                .await
+            }));
+            // Queue them in this order.
+            while lock(&limit.slots)
+                .lanes
+                .values()
+                .map(|l| l.waiters.len())
+                .sum::<usize>()
+                < tasks.len()
+            {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        release.send(()).unwrap();
+        first.await.unwrap();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), ["a", "b", "a", "b", "a"]);
     }
 
     #[tokio::test]
     async fn the_gauges_count_passes_waiting_and_running_and_cancelled_ones_leave() {
-        let (waiting, running) = (Gauge::default(), Gauge::default());
+        let (waiting, running) = gauges();
         let limit = PassLimit::new(1, (waiting.clone(), running.clone()));
         let (release, hold) = tokio::sync::oneshot::channel::<()>();
         let first = tokio::spawn({
             let limit = limit.clone();
-            async move { limit.run(|| async { hold.await.ok() }).await }
+            async move { limit.run(lane("a"), || async { hold.await.ok() }).await }
         });
         let second = tokio::spawn({
             let limit = limit.clone();
-            async move { limit.run(|| async {}).await }
+            async move { limit.run(lane("b"), || async {}).await }
         });
-        // Both are parked: one on its slot, one on the semaphore.
+        // Both are parked: one on its slot, one waiting.
         while (waiting.get(), running.get()) != (1, 1) {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
@@ -134,11 +377,17 @@ mod tests {
         release.send(()).unwrap();
         first.await.unwrap();
         assert_eq!((waiting.get(), running.get()), (0, 0));
+        // The cancelled waiter's turn was skipped and its slot came back.
+        assert_eq!(limit.available(), 1);
+        assert_eq!(limit.run(lane("c"), || async { 3 }).await, 3);
     }
 
     #[test]
-    fn a_limit_of_zero_still_lets_passes_run() {
-        let gauges = (Gauge::default(), Gauge::default());
-        assert_eq!(PassLimit::new(0, gauges).available(), 1);
+    fn a_limit_of_zero_still_lets_passes_run_and_lanes_get_half() {
+        assert_eq!(PassLimit::new(0, gauges()).available(), 1);
+        assert_eq!(
+            [per_lane(1), per_lane(2), per_lane(3), per_lane(256)],
+            [1, 1, 1, 128]
+        );
     }
 }

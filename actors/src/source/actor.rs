@@ -10,8 +10,13 @@ use std::time::Duration;
 use terdut_crds::v1alpha1::TerdutAlertSource;
 
 use super::reconcile::{SourceMemory, SourceReconciler};
+use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
+
 use crate::context::Ctx;
+use crate::key::ObjectKey;
 use crate::object_actor::{ObjectActor, ObjectFactory, ObjectKind, ObjectMsg, ObjectSpec};
+use crate::server::observe::team_server_key;
 use crate::stores::NamespacedStores;
 
 /// TerdutAlertSource, as the shared actor sees it.
@@ -35,6 +40,17 @@ impl ObjectKind for SourceKind {
 
     fn failures(memory: &SourceMemory) -> u32 {
         memory.failures
+    }
+
+    /// The server of its team; a source whose team is not in the cache yet has nothing to
+    /// call and shares the lane of all such sources.
+    fn lane(ctx: &Ctx, source: &TerdutAlertSource) -> ObjectKey {
+        let ns = source.namespace().unwrap_or_default();
+        ctx.stores
+            .teams
+            .get(&ObjectRef::new(&source.spec.team_ref.name).within(&ns))
+            .map(|team| team_server_key(&team))
+            .unwrap_or_else(|| ObjectKey::new("", ""))
     }
 
     fn reconcile<'a>(

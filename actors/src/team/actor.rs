@@ -11,7 +11,9 @@ use terdut_crds::v1alpha1::TerdutTeam;
 pub use super::reconcile::Next;
 use super::reconcile::{TeamMemory, TeamReconciler};
 use crate::context::Ctx;
+use crate::key::ObjectKey;
 use crate::object_actor::{ObjectActor, ObjectFactory, ObjectKind, ObjectMsg, ObjectSpec};
+use crate::server::observe::team_server_key;
 use crate::stores::NamespacedStores;
 
 /// TerdutTeam, as the shared actor sees it.
@@ -35,6 +37,10 @@ impl ObjectKind for TeamKind {
 
     fn failures(memory: &TeamMemory) -> u32 {
         memory.failures
+    }
+
+    fn lane(_ctx: &Ctx, team: &TerdutTeam) -> ObjectKey {
+        team_server_key(team)
     }
 
     fn reconcile<'a>(
