@@ -30,6 +30,15 @@ current-context: local
     )
 }
 
+/// The same, verifying the kube-apiserver's certificate against the cluster's CA file (a node
+/// cluster has one: its pods verify the same certificate).
+pub(crate) fn render_with_ca(server: &str, token: &str, ca_file: &Path) -> String {
+    render(server, token).replace(
+        "    insecure-skip-tls-verify: true\n",
+        &format!("    certificate-authority: {}\n", ca_file.display()),
+    )
+}
+
 pub(crate) async fn client(path: &Path) -> anyhow::Result<Client> {
     let kc = Kubeconfig::read_from(path).context("reading kubeconfig")?;
     let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())

@@ -17,10 +17,12 @@
 mod binaries;
 mod crds;
 mod kubeconfig;
+mod node;
 mod process;
 
 pub use binaries::{bin_dir, tool};
 pub use crds::install_crds;
+pub use node::{CLUSTER_DOMAIN, Layout, NODE_NAME, NodeCluster, NodeOptions, PAUSE_IMAGE};
 pub use process::StopMode;
 
 use std::path::{Path, PathBuf};
@@ -39,6 +41,8 @@ pub struct ControlPlane {
     kubeconfig: PathBuf,
     dir: PathBuf,
     apiserver: std::sync::Arc<process::Apiserver>,
+    /// Every other process of this control plane (etcd, kube-controller-manager, ...).
+    pids: std::sync::Mutex<Vec<u32>>,
 }
 
 static SHARED: OnceCell<ControlPlane> = OnceCell::const_new();
@@ -51,6 +55,7 @@ impl ControlPlane {
             .get_or_try_init(|| async {
                 let cp = process::start(process::Options {
                     controller_manager: true,
+                    node: None,
                 })
                 .await?;
                 let client = cp.client().await?;
@@ -90,6 +95,27 @@ impl ControlPlane {
         let log = self.dir.join("logs").join("kube-apiserver.log");
         process::wait_apiserver(&self.kubeconfig, &log).await?;
         Ok(started.elapsed())
+    }
+
+    /// Stops every process of this control plane and removes its folder (the watchdog does
+    /// the same once this process is gone). Idempotent.
+    pub fn stop(&self) {
+        self.apiserver.stop();
+        let pids = self.pids.lock().map(|p| p.clone()).unwrap_or_default();
+        for pid in &pids {
+            let _ = std::process::Command::new("kill")
+                .arg(pid.to_string())
+                .status();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+
+    /// Makes `pid` stop with this control plane.
+    pub(crate) fn adopt(&self, pid: u32) -> anyhow::Result<()> {
+        if let Ok(mut pids) = self.pids.lock() {
+            pids.push(pid);
+        }
+        process::watchdog(&[pid], &self.dir)
     }
 
     /// Creates a namespace `<prefix>-<random>` and returns its name.

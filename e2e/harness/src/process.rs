@@ -15,6 +15,27 @@ use crate::{ControlPlane, binaries::tool, kubeconfig};
 
 pub(crate) struct Options {
     pub controller_manager: bool,
+    /// Set for a control plane that a node (kubelet, pods) talks to: see [`NodeApiserver`].
+    pub node: Option<NodeApiserver>,
+}
+
+/// What a control plane with a node behind it needs beyond the loopback one: pods reach the
+/// kube-apiserver through the `kubernetes` Service, so it binds and advertises an address they
+/// can route to (the default endpoint reconciler then publishes it), serves a certificate of
+/// the cluster's CA for the Service's IP, admits ServiceAccount tokens, authorizes the kubelet
+/// as a node, and kube-controller-manager runs every controller pods need.
+#[derive(Debug, Clone)]
+pub(crate) struct NodeApiserver {
+    pub address: std::net::Ipv4Addr,
+    pub service_cidr: String,
+    pub ca_crt: PathBuf,
+    pub serving_crt: PathBuf,
+    pub serving_key: PathBuf,
+    /// The client certificate the kube-apiserver presents to the kubelet (logs, exec).
+    pub kubelet_client_crt: PathBuf,
+    pub kubelet_client_key: PathBuf,
+    /// More lines of the static token file: the kubelet's and kube-proxy's identities.
+    pub tokens: Vec<String>,
 }
 
 pub(crate) fn random_suffix() -> String {
@@ -24,11 +45,11 @@ pub(crate) fn random_suffix() -> String {
         .collect()
 }
 
-fn free_port() -> anyhow::Result<u16> {
+pub(crate) fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-fn spawn(bin: &Path, args: &[String], log: &Path) -> anyhow::Result<u32> {
+pub(crate) fn spawn(bin: &Path, args: &[String], log: &Path) -> anyhow::Result<u32> {
     Ok(spawn_child(bin, args, File::create(log)?)?.id())
 }
 
@@ -97,10 +118,45 @@ impl Apiserver {
         watchdog(&[pid], dir)?;
         Ok(pid)
     }
+
+    /// Stops it for good (SIGTERM, SIGKILL after 10 s) and waits until it has exited.
+    pub(crate) fn stop(&self) {
+        let Ok(mut guard) = self.child.lock() else {
+            return;
+        };
+        if let Some(mut child) = guard.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while let Ok(None) = child.try_wait() {
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// Runs the shell `command` once this test process is gone (or was killed).
+pub(crate) fn watchdog_command(command: &str) -> anyhow::Result<()> {
+    let me = std::process::id();
+    Command::new("bash")
+        .args([
+            "-c",
+            &format!("while kill -0 {me} 2>/dev/null; do sleep 0.5; done; {command}"),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting the watchdog")?;
+    Ok(())
 }
 
 /// Stops `pids` and removes `dir` once this test process is gone (or was killed).
-fn watchdog(pids: &[u32], dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn watchdog(pids: &[u32], dir: &Path) -> anyhow::Result<()> {
     let me = std::process::id();
     let pids = pids
         .iter()
@@ -122,7 +178,11 @@ fn watchdog(pids: &[u32], dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn wait_http(what: &str, probe: impl Fn() -> bool, log: &Path) -> anyhow::Result<()> {
+pub(crate) async fn wait_http(
+    what: &str,
+    probe: impl Fn() -> bool,
+    log: &Path,
+) -> anyhow::Result<()> {
     for _ in 0..600 {
         if probe() {
             return Ok(());
@@ -157,7 +217,7 @@ fn http_ok(port: u16, path: &str) -> bool {
     buf.starts_with("HTTP/1.0 200") || buf.starts_with("HTTP/1.1 200")
 }
 
-fn openssl(args: &[&str], cwd: &Path) -> anyhow::Result<()> {
+pub(crate) fn openssl(args: &[&str], cwd: &Path) -> anyhow::Result<()> {
     let st = Command::new("openssl")
         .args(args)
         .current_dir(cwd)
@@ -224,22 +284,24 @@ pub(crate) async fn start(opts: Options) -> anyhow::Result<ControlPlane> {
     let token = format!("admin-{}{}", random_suffix(), random_suffix());
     std::fs::write(
         dir.join("tokens.csv"),
-        format!("{token},admin,uid-admin,\"system:masters\"\n"),
+        std::iter::once(format!("{token},admin,uid-admin,\"system:masters\""))
+            .chain(opts.node.iter().flat_map(|n| n.tokens.iter().cloned()))
+            .map(|line| line + "\n")
+            .collect::<String>(),
     )?;
     let port = free_port()?;
-    let server = format!("https://127.0.0.1:{port}");
-    let apiserver_args: Vec<String> = vec![
+    let host = opts
+        .node
+        .as_ref()
+        .map_or("127.0.0.1".to_owned(), |n| n.address.to_string());
+    let server = format!("https://{host}:{port}");
+    let mut apiserver_args: Vec<String> = vec![
         format!("--etcd-servers={etcd_url}"),
         format!("--cert-dir={}", dir.join("certs").display()),
         format!("--secure-port={port}"),
-        "--bind-address=127.0.0.1".into(),
-        "--advertise-address=127.0.0.1".into(),
-        // 1.37 refuses a loopback advertise address with the endpoint reconciler.
-        "--endpoint-reconciler-type=none".into(),
-        "--service-cluster-ip-range=10.0.0.0/24".into(),
+        format!("--bind-address={host}"),
+        format!("--advertise-address={host}"),
         "--allow-privileged=true".into(),
-        "--disable-admission-plugins=ServiceAccount".into(),
-        "--authorization-mode=RBAC".into(),
         format!("--token-auth-file={}", dir.join("tokens.csv").display()),
         format!("--service-account-issuer={server}/"),
         format!(
@@ -252,6 +314,28 @@ pub(crate) async fn start(opts: Options) -> anyhow::Result<ControlPlane> {
         ),
         "--v=0".into(),
     ];
+    match &opts.node {
+        None => apiserver_args.extend([
+            // 1.37 refuses a loopback advertise address with the endpoint reconciler.
+            "--endpoint-reconciler-type=none".to_owned(),
+            "--service-cluster-ip-range=10.0.0.0/24".into(),
+            "--disable-admission-plugins=ServiceAccount".into(),
+            "--authorization-mode=RBAC".into(),
+        ]),
+        Some(node) => apiserver_args.extend([
+            format!("--service-cluster-ip-range={}", node.service_cidr),
+            "--enable-admission-plugins=NodeRestriction".into(),
+            "--authorization-mode=Node,RBAC".into(),
+            format!("--tls-cert-file={}", node.serving_crt.display()),
+            format!("--tls-private-key-file={}", node.serving_key.display()),
+            format!(
+                "--kubelet-client-certificate={}",
+                node.kubelet_client_crt.display()
+            ),
+            format!("--kubelet-client-key={}", node.kubelet_client_key.display()),
+            format!("--kubelet-certificate-authority={}", node.ca_crt.display()),
+        ]),
+    }
     let apiserver_log = logs.join("kube-apiserver.log");
     let child = spawn_child(&apiserver, &apiserver_args, File::create(&apiserver_log)?)?;
     pids.push(child.id());
@@ -262,34 +346,54 @@ pub(crate) async fn start(opts: Options) -> anyhow::Result<ControlPlane> {
         child: Mutex::new(Some(child)),
     };
     watchdog(&pids, &dir)?;
+    // The apiserver stops through its child handle (its pid changes on a restart).
+    pids.pop();
     let kubeconfig_path = dir.join("admin.kubeconfig");
-    std::fs::write(&kubeconfig_path, kubeconfig::render(&server, &token))?;
+    let kubeconfig_text = match &opts.node {
+        None => kubeconfig::render(&server, &token),
+        Some(node) => kubeconfig::render_with_ca(&server, &token, &node.ca_crt),
+    };
+    std::fs::write(&kubeconfig_path, kubeconfig_text)?;
     let cp = ControlPlane {
         server,
         kubeconfig: kubeconfig_path.clone(),
         dir: dir.clone(),
         apiserver: std::sync::Arc::new(apiserver_proc),
+        pids: Mutex::new(pids),
     };
     wait_apiserver(&kubeconfig_path, &logs.join("kube-apiserver.log")).await?;
 
     if opts.controller_manager {
         let kcm = tool("kube-controller-manager")?;
-        pids.push(spawn(
+        let mut args = vec![
+            format!("--kubeconfig={}", kubeconfig_path.display()),
+            format!("--authentication-kubeconfig={}", kubeconfig_path.display()),
+            format!("--authorization-kubeconfig={}", kubeconfig_path.display()),
+            "--leader-elect=false".into(),
+            format!("--secure-port={}", free_port()?),
+            "--bind-address=127.0.0.1".into(),
+            "--concurrent-gc-syncs=5".into(),
+            "--v=0".into(),
+        ];
+        match &opts.node {
+            None => args.push("--controllers=garbage-collector-controller,namespace-controller,deployment-controller,replicaset-controller".into()),
+            // Pods need them all: service accounts and their root CA, endpoint slices,
+            // disruption budgets, node lifecycle, and the tokens' signing key.
+            Some(node) => args.extend([
+                "--controllers=*".to_owned(),
+                format!(
+                    "--service-account-private-key-file={}",
+                    dir.join("sa.key").display()
+                ),
+                format!("--root-ca-file={}", node.ca_crt.display()),
+                format!("--service-cluster-ip-range={}", node.service_cidr),
+            ]),
+        }
+        cp.adopt(spawn(
             &kcm,
-            &[
-                format!("--kubeconfig={}", kubeconfig_path.display()),
-                format!("--authentication-kubeconfig={}", kubeconfig_path.display()),
-                format!("--authorization-kubeconfig={}", kubeconfig_path.display()),
-                "--leader-elect=false".into(),
-                "--controllers=garbage-collector-controller,namespace-controller,deployment-controller,replicaset-controller".into(),
-                format!("--secure-port={}", free_port()?),
-                "--bind-address=127.0.0.1".into(),
-                "--concurrent-gc-syncs=5".into(),
-                "--v=0".into(),
-            ],
+            &args,
             &logs.join("kube-controller-manager.log"),
-        )?);
-        watchdog(&pids, &dir)?;
+        )?)?;
     }
     Ok(cp)
 }
