@@ -42,7 +42,8 @@ pub fn test_policy() -> RestartPolicy {
 /// API of every TerdutServer at `http://127.0.0.1:{servicePort}`.
 pub async fn operator() -> &'static TestOperator {
     let cp = ControlPlane::shared().await.expect("control plane");
-    let kubeconfig = cp.kubeconfig().to_path_buf();
+    // Its own identity, so the audit log tells its requests from the tests' (rbac-audit).
+    let kubeconfig = cp.operator_kubeconfig();
     // One operator per binary even when tests start at once: `get_or_init` runs a single
     // initializer and blocks the others until it is done (two operators would fight over
     // every object).

@@ -14,11 +14,13 @@
 //! # Ok(()) }
 //! ```
 
+pub mod audit;
 mod binaries;
 mod crds;
 mod kubeconfig;
 mod node;
 mod process;
+pub mod rbac_audit;
 
 pub use binaries::{bin_dir, tool};
 pub use crds::install_crds;
@@ -68,6 +70,12 @@ impl ControlPlane {
     /// A fresh admin client (system:masters) bound to the calling test's runtime.
     pub async fn client(&self) -> anyhow::Result<Client> {
         kubeconfig::client(&self.kubeconfig).await
+    }
+
+    /// Path of the kubeconfig of the tests' operator identity: also `system:masters`, but its
+    /// own user, whose requests the audit log records (see [`audit`]).
+    pub fn operator_kubeconfig(&self) -> PathBuf {
+        self.dir.join("operator.kubeconfig")
     }
 
     /// Path of an admin kubeconfig, for `kubectl` and for the operator binary.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use rand::Rng as _;
 
-use crate::{ControlPlane, binaries::tool, kubeconfig};
+use crate::{ControlPlane, audit, binaries::tool, kubeconfig};
 
 pub(crate) struct Options {
     pub controller_manager: bool,
@@ -282,9 +282,11 @@ pub(crate) async fn start(opts: Options) -> anyhow::Result<ControlPlane> {
     openssl(&["genrsa", "-out", "sa.key", "2048"], &dir)?;
     openssl(&["rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub"], &dir)?;
     let token = format!("admin-{}{}", random_suffix(), random_suffix());
+    let operator_token = format!("operator-{}{}", random_suffix(), random_suffix());
     std::fs::write(
         dir.join("tokens.csv"),
         std::iter::once(format!("{token},admin,uid-admin,\"system:masters\""))
+            .chain(std::iter::once(audit::operator_token_line(&operator_token)))
             .chain(opts.node.iter().flat_map(|n| n.tokens.iter().cloned()))
             .map(|line| line + "\n")
             .collect::<String>(),
@@ -314,17 +316,22 @@ pub(crate) async fn start(opts: Options) -> anyhow::Result<ControlPlane> {
         ),
         "--v=0".into(),
     ];
+    apiserver_args.extend(audit::apiserver_args(&dir, &random_suffix())?);
     match &opts.node {
         None => apiserver_args.extend([
             // 1.37 refuses a loopback advertise address with the endpoint reconciler.
             "--endpoint-reconciler-type=none".to_owned(),
             "--service-cluster-ip-range=10.0.0.0/24".into(),
             "--disable-admission-plugins=ServiceAccount".into(),
+            // As on OpenShift: setting ownerReferences needs delete on the object and
+            // blockOwnerDeletion update on the owner's finalizers (rbac-audit relies on it).
+            "--enable-admission-plugins=OwnerReferencesPermissionEnforcement".into(),
             "--authorization-mode=RBAC".into(),
         ]),
         Some(node) => apiserver_args.extend([
             format!("--service-cluster-ip-range={}", node.service_cidr),
-            "--enable-admission-plugins=NodeRestriction".into(),
+            "--enable-admission-plugins=NodeRestriction,OwnerReferencesPermissionEnforcement"
+                .into(),
             "--authorization-mode=Node,RBAC".into(),
             format!("--tls-cert-file={}", node.serving_crt.display()),
             format!("--tls-private-key-file={}", node.serving_key.display()),
@@ -354,6 +361,11 @@ pub(crate) async fn start(opts: Options) -> anyhow::Result<ControlPlane> {
         Some(node) => kubeconfig::render_with_ca(&server, &token, &node.ca_crt),
     };
     std::fs::write(&kubeconfig_path, kubeconfig_text)?;
+    let operator_kubeconfig = dir.join("operator.kubeconfig");
+    std::fs::write(
+        &operator_kubeconfig,
+        kubeconfig::render(&server, &operator_token),
+    )?;
     let cp = ControlPlane {
         server,
         kubeconfig: kubeconfig_path.clone(),
