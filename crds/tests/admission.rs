@@ -195,6 +195,40 @@ async fn password_secret_only_with_dsn() {
 }
 
 #[tokio::test]
+async fn a_dsn_carrying_a_password_is_refused_with_where_to_put_it() {
+    let (client, ns) = setup("dsnpw").await;
+    let api = api_for::<TerdutServer>(&client, &ns);
+    let msg = "database.dsn must not carry a password";
+    for (i, dsn) in [
+        "postgres://terdut:hunter2@db:5432/terdut?sslmode=require",
+        "postgresql://u:p@db/terdut",
+        "postgres://terdut@db:5432/terdut?sslmode=require&password=hunter2",
+        "host=db user=terdut password=hunter2 dbname=terdut",
+        "password = hunter2 host=db",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let bad = with(server_spec(), &["database"], json!({"dsn": dsn}));
+        assert_rejected(&api, &obj::<TerdutServer>(&format!("pw{i}"), bad), msg).await;
+    }
+    for (i, dsn) in [
+        "postgres://terdut@db:5432/terdut?sslmode=require",
+        "postgres://db.example:5432/terdut",
+        "host=db user=terdut dbname=terdut sslmode=require",
+        "postgres://terdut@[::1]:5432/terdut",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let good = with(server_spec(), &["database"], json!({"dsn": dsn}));
+        dry_run(&api, &obj::<TerdutServer>(&format!("ok{i}"), good))
+            .await
+            .unwrap_or_else(|e| panic!("{dsn}: {e}"));
+    }
+}
+
+#[tokio::test]
 async fn disruption_budget_takes_one_bound() {
     let (client, ns) = setup("pdb").await;
     let api = api_for::<TerdutServer>(&client, &ns);

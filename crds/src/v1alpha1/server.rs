@@ -158,6 +158,10 @@ fn default_service_port() -> i32 {
     {
         "rule": "!has(self.passwordSecretRef) || has(self.dsn)",
         "message": "database.passwordSecretRef goes with database.dsn; with postgresClusterRef the password comes from the cluster's credentials Secret"
+    },
+    {
+        "rule": "!has(self.dsn) || (!self.dsn.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#@]*:[^/?#@]*@') && !self.dsn.matches('(^|[[:space:]?&])password[[:space:]]*='))",
+        "message": "database.dsn must not carry a password (the DSN is plain text in the TerdutServer and in the pod spec, readable by anyone who can read either): put the password in a Secret and reference it with database.passwordSecretRef"
     }
 ]))]
 pub struct DatabaseSpec {
