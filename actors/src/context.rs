@@ -16,12 +16,12 @@ use kube::runtime::reflector::Store;
 use ractor::ActorRef;
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 
-use crate::api::{ApiMetrics, TerdutClient};
+use crate::api::ApiMetrics;
 use crate::clock::Clock;
 use crate::key::ObjectKey;
 use crate::runtime::events::EventPublisher;
 use crate::runtime::metrics::OperatorMetrics;
-use crate::server::actor::ServerMsg;
+use crate::server::actor::{Credentials, ServerMsg};
 use crate::stores::NamespacedStores;
 use crate::url_template;
 
@@ -130,18 +130,26 @@ pub struct Inner {
     pub config: OperatorConfig,
     /// The running server actors, so children can ask theirs for credentials and consent.
     pub servers: DashMap<ObjectKey, ActorRef<ServerMsg>>,
-    /// The API client each server actor last built, published by the actor itself so its
-    /// children read it without queueing behind the actor's passes (issue 8).
-    pub clients: DashMap<ObjectKey, Arc<TerdutClient>>,
-    /// Called by a server actor when the client it publishes changed (the wiring nudges that
-    /// server's teams and alert sources); unset: nobody is told.
-    pub on_credentials: OnceLock<CredentialsHook>,
+    /// What each server actor last published for its children: its API client, or why they
+    /// must wait (e.g. the server rejects the key); read without queueing behind the actor's
+    /// passes (ADR 0004).
+    pub clients: DashMap<ObjectKey, Credentials>,
+    /// Told when something about a server changed that its teams and alert sources must see
+    /// at once (the wiring nudges them); unset: nobody is told.
+    pub on_server: OnceLock<Box<dyn ServerEvents>>,
     /// The resourceVersions the operator's own writes produced (see [`OwnWrites`]).
     pub own_writes: OwnWrites,
 }
 
-/// See `Inner::on_credentials`.
-pub type CredentialsHook = Box<dyn Fn(&ObjectKey) + Send + Sync>;
+/// What a server's dependants must hear about at once (see `Inner::on_server`).
+pub trait ServerEvents: Send + Sync {
+    /// The server actor published another client (or withdrew it): a new key, a rejected key.
+    fn credentials_changed(&self, server: &ObjectKey);
+    /// A pass found a team or integration it had recorded gone from the server: its data was
+    /// lost (a restored backup, a reset database), and every team and source of it must look
+    /// now rather than at its next resync (docs/design.md §5).
+    fn data_lost(&self, server: &ObjectKey);
+}
 
 /// The resourceVersions the latest own writes of each object produced (status, finalizer; a
 /// source's webhook Secret, kind `"secret"`, keyed by the Secret), by kind. The watch event of

@@ -22,7 +22,7 @@ use tracing::{debug, info};
 
 use crate::api::ApiMetrics;
 use crate::clock::Clock;
-use crate::context::{Ctx, Inner, OperatorConfig};
+use crate::context::{Ctx, Inner, OperatorConfig, ServerEvents};
 use crate::informers::{self, Routes};
 use crate::key::ObjectKey;
 use crate::kube_clients::KubeClients;
@@ -138,6 +138,8 @@ struct OperatorRoutes {
     source_seen: DashMap<ObjectKey, Option<String>>,
     /// The resourceVersion each webhook Secret was last seen at.
     secret_seen: DashMap<ObjectKey, Option<String>>,
+    /// When each server's data-lost fan-out last ran (see `data_lost`).
+    data_lost_at: DashMap<ObjectKey, tokio::time::Instant>,
     ctx: OnceLock<Ctx>,
 }
 
@@ -410,6 +412,31 @@ impl OperatorRoutes {
         let Some(ctx) = self.ctx.get() else {
             return;
         };
+        self.nudge_all_of(ctx, server);
+    }
+
+    /// A pass found the server's data lost: every team and source of it looks now. Every one
+    /// of them that passes finds the same, so one fan-out per [`DATA_LOST_QUIET`] is enough
+    /// (10,000 teams each nudging 10,000 would be 10^8 messages).
+    fn data_lost(&self, server: &ObjectKey) {
+        let Some(ctx) = self.ctx.get() else {
+            return;
+        };
+        let now = ctx.clock.now();
+        let recent = self
+            .data_lost_at
+            .get(server)
+            .is_some_and(|at| now.saturating_duration_since(*at) < DATA_LOST_QUIET);
+        if recent {
+            return;
+        }
+        self.data_lost_at.insert(server.clone(), now);
+        info!(server = %server, "a recorded team or integration is gone from the server; every team and alert source of it looks again");
+        self.nudge_all_of(ctx, server);
+    }
+
+    /// Nudges every team of `server` and every alert source of those teams.
+    fn nudge_all_of(&self, ctx: &Ctx, server: &ObjectKey) {
         self.nudge_teams_of(ctx, server);
         let Some(sources) = self.sources.get() else {
             return;
@@ -427,6 +454,27 @@ impl OperatorRoutes {
         }
     }
 }
+
+/// The wiring's side of [`ServerEvents`]. Weak: the context must not keep the routes (and
+/// through them itself) alive.
+struct RouteServerEvents(Weak<OperatorRoutes>);
+
+impl ServerEvents for RouteServerEvents {
+    fn credentials_changed(&self, server: &ObjectKey) {
+        if let Some(routes) = self.0.upgrade() {
+            routes.credentials_changed(server);
+        }
+    }
+
+    fn data_lost(&self, server: &ObjectKey) {
+        if let Some(routes) = self.0.upgrade() {
+            routes.data_lost(server);
+        }
+    }
+}
+
+/// At most one data-lost fan-out per server in this long (see `OperatorRoutes::data_lost`).
+const DATA_LOST_QUIET: Duration = Duration::from_secs(10);
 
 /// Stops the children of `supervisor` in `namespace` (`None`: any) whose object is not in
 /// `store` (after a relist of that namespace).
@@ -511,6 +559,7 @@ pub async fn start_with(
         server_seen: DashMap::new(),
         source_seen: DashMap::new(),
         secret_seen: DashMap::new(),
+        data_lost_at: DashMap::new(),
         ctx: OnceLock::new(),
     });
     let informers = informers::build(&watch, &opts.config.watch_namespaces, routes.clone());
@@ -524,16 +573,12 @@ pub async fn start_with(
         config: opts.config.clone(),
         servers: Default::default(),
         clients: Default::default(),
-        on_credentials: OnceLock::new(),
+        on_server: OnceLock::new(),
         own_writes: Default::default(),
     });
     // Weak: the context must not keep the routes (and through them itself) alive.
     let weak: Weak<OperatorRoutes> = Arc::downgrade(&routes);
-    let _ = ctx.on_credentials.set(Box::new(move |server: &ObjectKey| {
-        if let Some(routes) = weak.upgrade() {
-            routes.credentials_changed(server);
-        }
-    }));
+    let _ = ctx.on_server.set(Box::new(RouteServerEvents(weak)));
 
     let sup_config = |seed: u64| SupervisorConfig {
         policy: opts.restart_policy.clone(),

@@ -453,6 +453,17 @@ fn check(
         return Ok(());
     }
     let no_body = matches!(status, 204 | 304);
+    // Past the cap the client stops reading (docs/terdut-api.md), whatever the status.
+    if !no_body && body.len() > terdut_actors::api::MAX_RESPONSE_BYTES {
+        return match got {
+            Err(ApiError::TooLarge { limit })
+                if *limit == terdut_actors::api::MAX_RESPONSE_BYTES =>
+            {
+                Ok(())
+            }
+            other => Err(format!("a {} byte body gave {other:?}", body.len())),
+        };
+    }
     if short_by > 0 && !no_body {
         return match got {
             Err(

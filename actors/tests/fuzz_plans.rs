@@ -22,7 +22,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use terdut_actors::api::{Id, Integration, IntegrationKind, Ladder, Switch, Team};
 use terdut_actors::key::ObjectKey;
-use terdut_actors::server::database::ClusterObservation;
+use terdut_actors::server::database::{ClusterObservation, MasterService};
 use terdut_actors::server::key::{KeyGenError, OperatorKeyValue};
 use terdut_actors::server::plan::{self as server_plan, Step};
 use terdut_actors::source::plan::{
@@ -611,6 +611,13 @@ proptest! {
 
 // ---- TerdutServer ----------------------------------------------------------------------------
 
+fn master() -> MasterService {
+    MasterService {
+        name: "pg".into(),
+        port: 5432,
+    }
+}
+
 fn server_spec() -> impl Strategy<Value = (String, Value, Option<ClusterObservation>)> {
     let name = prop_oneof![
         8 => Just("terdut".to_owned()),
@@ -625,9 +632,10 @@ fn server_spec() -> impl Strategy<Value = (String, Value, Option<ClusterObservat
         2 => prop::sample::select(vec![
             ClusterObservation::CrdAbsent,
             ClusterObservation::Missing,
-            ClusterObservation::Found { phase: None },
-            ClusterObservation::Found { phase: Some("Running".into()) },
-            ClusterObservation::Found { phase: Some("SyncFailed".into()) },
+            ClusterObservation::Found { phase: None, master: None },
+            ClusterObservation::Found { phase: None, master: Some(master()) },
+            ClusterObservation::Found { phase: Some("Running".into()), master: Some(master()) },
+            ClusterObservation::Found { phase: Some("SyncFailed".into()), master: Some(master()) },
         ])
         .prop_map(|obs| (json!({"postgresClusterRef": {"name": "pg"}}), Some(obs))),
     ];

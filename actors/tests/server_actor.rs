@@ -39,6 +39,21 @@ fn server(name: &str, port: i32, extra: serde_json::Value) -> TerdutServer {
     .unwrap()
 }
 
+/// [`setup`], with the Secret `db` that the servers' `passwordSecretRef` names (a missing one
+/// holds the Deployment back: tests/bad_input.rs).
+async fn setup_with_db(
+    prefix: &str,
+) -> (
+    &'static terdut_testenv::ControlPlane,
+    kube::Client,
+    String,
+    &'static common::TestOperator,
+) {
+    let (cp, client, ns, op) = setup(prefix).await;
+    common::create_secret(&client, &ns, "db", &[("password", "not-a-real-password")]).await;
+    (cp, client, ns, op)
+}
+
 async fn get_opt<K>(api: &Api<K>, name: &str) -> Option<K>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
@@ -64,7 +79,7 @@ fn key_hash(d: &Deployment) -> String {
 
 #[tokio::test]
 async fn server_gets_key_deployment_service_and_pdb() {
-    let (_, client, ns, _) = setup("srv").await;
+    let (_, client, ns, _) = setup_with_db("srv").await;
     let servers: Api<TerdutServer> = Api::namespaced(client.clone(), &ns);
     servers
         .create(&PostParams::default(), &server("terdut", 18080, json!({})))
@@ -173,7 +188,7 @@ async fn server_gets_key_deployment_service_and_pdb() {
 
 #[tokio::test]
 async fn deleting_the_key_secret_makes_a_new_key_and_rolls_the_pods() {
-    let (_, client, ns, _) = setup("rotate").await;
+    let (_, client, ns, _) = setup_with_db("rotate").await;
     let servers: Api<TerdutServer> = Api::namespaced(client.clone(), &ns);
     servers
         .create(&PostParams::default(), &server("terdut", 18081, json!({})))
@@ -209,7 +224,7 @@ async fn deleting_the_key_secret_makes_a_new_key_and_rolls_the_pods() {
 
 #[tokio::test]
 async fn clearing_the_disruption_budget_deletes_the_pdb() {
-    let (_, client, ns, _) = setup("pdb").await;
+    let (_, client, ns, _) = setup_with_db("pdb").await;
     let servers: Api<TerdutServer> = Api::namespaced(client.clone(), &ns);
     servers
         .create(&PostParams::default(), &server("terdut", 18082, json!({})))
@@ -230,7 +245,7 @@ async fn clearing_the_disruption_budget_deletes_the_pdb() {
 
 #[tokio::test]
 async fn deleting_the_server_garbage_collects_everything() {
-    let (_, client, ns, _) = setup("gc").await;
+    let (_, client, ns, _) = setup_with_db("gc").await;
     let servers: Api<TerdutServer> = Api::namespaced(client.clone(), &ns);
     servers
         .create(&PostParams::default(), &server("terdut", 18083, json!({})))
@@ -259,7 +274,7 @@ async fn deleting_the_server_garbage_collects_everything() {
 
 #[tokio::test]
 async fn a_crashing_actor_restarts_alone_with_growing_delays() {
-    let (_, client, ns, op) = setup("crash").await;
+    let (_, client, ns, op) = setup_with_db("crash").await;
     let servers: Api<TerdutServer> = Api::namespaced(client.clone(), &ns);
     servers
         .create(&PostParams::default(), &server("good", 18084, json!({})))

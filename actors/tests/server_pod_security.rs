@@ -206,6 +206,16 @@ async fn operator_made_server_pods_meet_the_restricted_level() {
         pg.create(&PostParams::default(), &obj).await.ok()
     })
     .await;
+    // What the postgres-operator makes with it: the master Service (where the DSN points) and
+    // the credentials Secret.
+    master_service(&client, &ns, "terdut-postgres").await;
+    common::create_secret(
+        &client,
+        &ns,
+        "terdut.terdut-postgres.credentials.postgresql.acid.zalan.do",
+        &[("username", "terdut"), ("password", "not-a-real-password")],
+    )
+    .await;
     servers
         .create(
             &PostParams::default(),
@@ -229,7 +239,118 @@ async fn operator_made_server_pods_meet_the_restricted_level() {
                 .is_some_and(|v| v.secret_key_ref.is_some())),
         "the Zalando wiring is in the template: {env:?}"
     );
+    let dsn = env
+        .iter()
+        .find(|e| e.name == "TERDUT_DATABASE_DSN")
+        .and_then(|e| e.value.clone())
+        .unwrap_or_default();
+    assert!(
+        dsn.contains(&format!("@terdut-postgres.{ns}.svc.cluster.local.:6432/")),
+        "the DSN points at the master Service the cluster has, by its absolute name: {dsn}"
+    );
     assert_restricted(&client, &ns, &d, "Zalando server").await;
+}
+
+/// The Service the postgres-operator makes for a cluster's primary, on a port of its own, to
+/// show the DSN reads it rather than assuming 5432.
+async fn master_service(client: &kube::Client, ns: &str, cluster: &str) {
+    let svc: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
+        "metadata": {"name": cluster, "labels": {"application": "spilo", "cluster-name": cluster,
+                                                "spilo-role": "master"}},
+        "spec": {"ports": [{"name": "postgresql", "port": 6432, "targetPort": 5432}]},
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::Service>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &svc)
+        .await
+        .unwrap();
+}
+
+/// One field of the pod's security context set by the user (`runAsUser`) keeps every other
+/// restricted default: the pod is admitted under `restricted` (it used to replace the whole
+/// default, dropping seccomp and runAsNonRoot), and the TerdutServer says it meets the level.
+/// A privileged container is named in the `PodSecurity` condition and a Warning.
+#[tokio::test]
+async fn a_run_as_user_only_context_keeps_the_restricted_defaults() {
+    let cp = ControlPlane::shared().await.unwrap();
+    let client = cp.client().await.unwrap();
+    operator().await;
+    let ns = restricted_namespace(cp, &client, "psa-user").await;
+    let servers: Api<TerdutServer> = Api::namespaced(client.clone(), &ns);
+    servers
+        .create(
+            &PostParams::default(),
+            &server(
+                "terdut",
+                19485,
+                json!({"pod": {"securityContext": {"runAsUser": 1000}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let d = operator_deployment(&client, &ns, "terdut").await;
+    let psc = d
+        .spec
+        .template
+        .spec
+        .as_ref()
+        .unwrap()
+        .security_context
+        .clone();
+    assert_eq!(psc.as_ref().and_then(|p| p.run_as_user), Some(1000));
+    assert_restricted(&client, &ns, &d, "runAsUser only").await;
+    let condition = |name: &'static str| {
+        let servers = servers.clone();
+        async move {
+            let s = servers.get(name).await.ok()?;
+            s.status?
+                .conditions
+                .into_iter()
+                .find(|c| c.type_ == "PodSecurity")
+        }
+    };
+    let c = eventually("PodSecurity on the server", WAIT, || condition("terdut")).await;
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str()),
+        ("True", "Restricted")
+    );
+
+    servers
+        .create(
+            &PostParams::default(),
+            &server(
+                "terdut-priv",
+                19486,
+                json!({"pod": {"containerSecurityContext": {"privileged": true},
+                               "extraVolumes": [{"name": "host", "hostPath": {"path": "/var/log"}}],
+                               "extraVolumeMounts": [{"name": "host", "mountPath": "/host"}]}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let c = eventually("PodSecurity on the privileged server", WAIT, || async {
+        condition("terdut-priv")
+            .await
+            .filter(|c| c.status == "False")
+    })
+    .await;
+    assert_eq!(c.reason, "BreaksRestricted");
+    assert!(c.message.contains("privileged is true"), "{}", c.message);
+    assert!(c.message.contains("hostPath volume"), "{}", c.message);
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), &ns);
+    eventually("the PodSecurity Warning", WAIT, || async {
+        events
+            .list(&Default::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|e| {
+                e.reason.as_deref() == Some("PodSecurityBreaksRestricted")
+                    && e.note.as_deref().is_some_and(|n| n.contains("privileged"))
+            })
+    })
+    .await;
 }
 
 /// The check is not vacuous: the same pod that passes under `restricted` with one rule broken

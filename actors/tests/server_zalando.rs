@@ -92,7 +92,42 @@ async fn zalando_cluster_ref_resolves_or_says_why_not() {
     .unwrap();
     pg.create(&PostParams::default(), &obj).await.unwrap();
     touch("2").await;
-    let d = eventually("Deployment", WAIT, || async {
+    // 3a. Its master Service is not there yet: the DSN has nowhere to point.
+    let (_, msg) = eventually("no master Service yet", WAIT, || async {
+        ready_reason(&servers, "terdut")
+            .await
+            .filter(|(r, m)| r == "DatabaseClusterNotRunning" && m.contains("master Service"))
+    })
+    .await;
+    assert!(msg.contains("terdut-postgres"), "{msg}");
+    // 3b. The postgres-operator makes the Service (on a port of its own); the credentials
+    // Secret is still missing, and named.
+    let svc: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
+        "metadata": {"name": "terdut-postgres", "labels": {"cluster-name": "terdut-postgres",
+                                                          "spilo-role": "master"}},
+        "spec": {"ports": [{"name": "postgresql", "port": 6432, "targetPort": 5432}]},
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::Service>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &svc)
+        .await
+        .unwrap();
+    let secret = "terdut.terdut-postgres.credentials.postgresql.acid.zalan.do";
+    let (_, msg) = eventually("SecretNotFound", WAIT, || async {
+        ready_reason(&servers, "terdut")
+            .await
+            .filter(|(r, _)| r == "SecretNotFound")
+    })
+    .await;
+    assert!(
+        msg.contains(secret) && msg.contains("postgresClusterRef"),
+        "{msg}"
+    );
+    assert!(deployments.get_opt("terdut").await.unwrap().is_none());
+    // 3c. The Secret appears; nothing touches the server: it notices by itself (no watch on
+    // the user's Secrets, so it looks again with a growing delay, at most 30 s apart).
+    common::create_secret(&client, &ns, secret, &[("password", "not-a-real-password")]).await;
+    let d = eventually("Deployment", Duration::from_secs(45), || async {
         deployments.get_opt("terdut").await.ok().flatten()
     })
     .await;
@@ -106,8 +141,10 @@ async fn zalando_cluster_ref_resolves_or_says_why_not() {
     assert_eq!(
         env["TERDUT_DATABASE_DSN"].value.as_deref(),
         Some(
-            format!("postgres://terdut@terdut-postgres.{ns}.svc:5432/terdut?sslmode=require")
-                .as_str()
+            format!(
+                "postgres://terdut@terdut-postgres.{ns}.svc.cluster.local.:6432/terdut?sslmode=require"
+            )
+            .as_str()
         )
     );
     let pw = env["PGPASSWORD"]

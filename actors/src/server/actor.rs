@@ -16,17 +16,17 @@ use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use terdut_crds::v1alpha1::TerdutServer;
-use terdut_crds::v1alpha1::conditions::DesiredCondition;
+use terdut_crds::v1alpha1::conditions::{DesiredCondition, READY, find};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 use super::apply::{Applied, event, execute};
-use super::key::OperatorKeyValue;
-use super::names::{KEY_SECRET_DATA_KEY, key_secret_name};
-use super::observe::observe;
+use super::key::{KeySecretState, OperatorKeyValue, classify_key_secret};
+use super::names::Parent;
+use super::observe::{Observation, observe};
 use super::plan::plan;
-use super::status::{reasons, status_patch};
-use crate::api::{ClientConfig, OperatorKey, TerdutClient};
+use super::status::{DesiredStatus, reasons, status_patch};
+use crate::api::{ApiError, ClientConfig, OperatorKey, TerdutClient};
 use crate::consent::{Consent, decide};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
@@ -98,7 +98,7 @@ pub fn published_credentials(ctx: &Ctx, key: &ObjectKey) -> Option<Credentials> 
         return None;
     }
     Some(match ctx.clients.get(key) {
-        Some(c) => Credentials::Ready(c.clone()),
+        Some(c) => c.clone(),
         None => Credentials::NotReady(format!("TerdutServer {key} has no operator key yet")),
     })
 }
@@ -165,11 +165,25 @@ pub struct ServerState {
     child: ChildContext<ServerSpec>,
     /// The client and the key hash and URL it was built for.
     client: Option<(String, Arc<TerdutClient>)>,
+    /// What was last published for the children (see `Ctx::clients`).
+    published: Option<Published>,
     timer: Option<JoinHandle<Result<(), ractor::MessagingErr<ServerMsg>>>>,
     /// Consecutive failed passes, for the retry delay.
     failures: u32,
+    /// Consecutive passes that ended waiting on something no watch reports (a foreign
+    /// object, a missing Secret, a rejected key), for a growing retry delay.
+    waits: u32,
     /// Spec warnings are published once per generation, not once per pass.
     warned_generation: Option<i64>,
+}
+
+/// What the children were last told, compared to tell them only of changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Published {
+    /// A client, by key hash and URL.
+    Client(String),
+    /// No client; why.
+    Wait(String),
 }
 
 impl std::fmt::Debug for ServerState {
@@ -203,8 +217,10 @@ impl Actor for ServerActor {
         Ok(ServerState {
             child,
             client: None,
+            published: None,
             timer: None,
             failures: 0,
+            waits: 0,
             warned_generation: None,
         })
     }
@@ -382,6 +398,10 @@ impl ServerActor {
             desired.ready = DesiredCondition::ready(false, reasons::APPLY_FAILED, e.to_string())
                 .at_generation(server.metadata.generation);
         }
+        // The client first: a failed status write below must not withhold it from the teams.
+        let key_check = self.refresh_client(server, &observation, state).await;
+        desired.key_accepted = Some(key_check.condition(server.metadata.generation));
+        self.announce(server, &desired).await;
         if let Some(patch) =
             status_patch(server.status.as_ref(), &desired, self.ctx.clock.k8s_now())
         {
@@ -393,30 +413,78 @@ impl ServerActor {
                     ReconcileError::kube("patch status of", format!("TerdutServer {key}"), e)
                 })?;
         }
-        self.refresh_client(server, state);
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(requeue),
+        if let Some(e) = failure {
+            return Err(e);
         }
+        // Waiting on something no watch reports: look again soon, then less often.
+        let waiting =
+            reasons::POLLED.contains(&desired.ready.reason.as_str()) || !key_check.accepted();
+        if waiting {
+            state.waits = state.waits.saturating_add(1);
+            return Ok(Some(requeue.unwrap_or_else(|| retry_delay(state.waits))));
+        }
+        state.waits = 0;
+        Ok(requeue)
     }
 
-    /// Builds (or rebuilds, when the key or URL changed) the API client from the key Secret.
-    fn refresh_client(&self, server: &TerdutServer, state: &mut ServerState) {
-        let key = state.child.key();
-        let secret = self
-            .ctx
-            .stores
-            .secrets
-            .get(&ObjectRef::new(&key_secret_name(&key.name)).within(&key.namespace));
-        let token = secret
-            .as_ref()
-            .and_then(|s| s.data.as_ref())
-            .and_then(|d| d.get(KEY_SECRET_DATA_KEY))
-            .and_then(|b| String::from_utf8(b.0.clone()).ok())
-            .and_then(|t| OperatorKeyValue::parse(&t).ok());
-        let Some(token) = token else {
-            self.publish(key, &mut state.client, None);
+    /// A Warning when the Ready reason changes to one that needs someone to act (a foreign
+    /// object in the way, a missing Secret, a failed write, a stalled rollout, ...): once per
+    /// streak, since an unchanged reason is not announced again.
+    async fn announce(&self, server: &TerdutServer, desired: &DesiredStatus) {
+        let want = &desired.ready;
+        if want.status || !reasons::ANNOUNCED.contains(&want.reason.as_str()) {
             return;
+        }
+        let current = server
+            .status
+            .as_ref()
+            .and_then(|s| find(&s.conditions, READY))
+            .map(|c| c.reason.as_str());
+        if current == Some(want.reason.as_str()) {
+            return;
+        }
+        warn!(server = %ObjectKey::of(server), reason = %want.reason, message = %want.message, "not ready");
+        event(
+            &self.ctx,
+            server,
+            EventType::Warning,
+            &want.reason,
+            "Reconcile",
+            want.message.clone(),
+        )
+        .await;
+    }
+
+    /// Builds (or rebuilds, when the key or URL changed) the API client from the key Secret
+    /// this server controls (never from a Secret of that name someone else made: DESIGN §1),
+    /// asks the server whether it accepts the key (`whoami`, DESIGN §6), and publishes what the
+    /// children may use: the client, or why they wait.
+    async fn refresh_client(
+        &self,
+        server: &TerdutServer,
+        observation: &Observation,
+        state: &mut ServerState,
+    ) -> KeyCheck {
+        let key = state.child.key().clone();
+        let token = Parent::of(server).ok().and_then(|parent| {
+            match classify_key_secret(
+                &parent,
+                observation.key_secret.as_deref(),
+                observation.unlisted.key_secret.as_ref(),
+            ) {
+                KeySecretState::Present(token) => Some(token),
+                _ => None,
+            }
+        });
+        let Some(token) = token else {
+            state.client = None;
+            self.publish(
+                &key,
+                state,
+                Published::Wait(format!("TerdutServer {key} has no operator key yet")),
+                None,
+            );
+            return KeyCheck::NoKey;
         };
         let url = self.ctx.config.server_url(
             &key.name,
@@ -427,43 +495,168 @@ impl ServerActor {
         if state
             .client
             .as_ref()
-            .is_some_and(|(f, _)| *f == fingerprint)
+            .is_none_or(|(f, _)| *f != fingerprint)
         {
-            return;
-        }
-        let config = ClientConfig::new(url, OperatorKey::new(token.expose()))
-            .request_timeout(self.ctx.config.api_timeout)
-            .metrics(self.ctx.api_metrics.clone());
-        match TerdutClient::new(config) {
-            Ok(c) => self.publish(key, &mut state.client, Some((fingerprint, Arc::new(c)))),
-            Err(e) => {
-                warn!(server = %key, error = %e, "could not build the terdut-server client");
-                self.publish(key, &mut state.client, None);
+            let config = ClientConfig::new(url, OperatorKey::new(token.expose()))
+                .request_timeout(self.ctx.config.api_timeout)
+                .metrics(self.ctx.api_metrics.clone());
+            match TerdutClient::new(config) {
+                Ok(c) => state.client = Some((fingerprint.clone(), Arc::new(c))),
+                Err(e) => {
+                    warn!(server = %key, error = %e, "could not build the terdut-server client");
+                    state.client = None;
+                    let why = format!("TerdutServer {key}: the API client could not be built: {e}");
+                    self.publish(&key, state, Published::Wait(why.clone()), None);
+                    return KeyCheck::Unreachable(why);
+                }
             }
         }
+        let Some((_, client)) = state.client.clone() else {
+            return KeyCheck::NoKey;
+        };
+        let check = KeyCheck::of(client.whoami().await);
+        match &check {
+            // Every call of every child would be refused: tell them why, once, here.
+            KeyCheck::Rejected(why) => {
+                let why = format!(
+                    "TerdutServer {key} does not accept the operator key ({why}); see its \
+                     KeyAccepted condition"
+                );
+                self.publish(&key, state, Published::Wait(why), None);
+            }
+            // Accepted, or not answering: the children use the client (and find out for
+            // themselves while it does not answer).
+            _ => self.publish(&key, state, Published::Client(fingerprint), Some(client)),
+        }
+        check
     }
 
-    /// Keeps `client` and publishes it to the children (`Ctx::clients`); when it changed,
-    /// tells the wiring, which nudges the server's teams and alert sources (they would
-    /// otherwise wait for their backoff to see it).
+    /// Publishes `what` to the children (`Ctx::clients`); when it changed, tells the wiring,
+    /// which nudges the server's teams and alert sources (they would otherwise wait for their
+    /// backoff to see it).
     fn publish(
         &self,
         key: &ObjectKey,
-        slot: &mut Option<(String, Arc<TerdutClient>)>,
-        client: Option<(String, Arc<TerdutClient>)>,
+        state: &mut ServerState,
+        what: Published,
+        client: Option<Arc<TerdutClient>>,
     ) {
-        let changed = slot.as_ref().map(|(f, _)| f) != client.as_ref().map(|(f, _)| f);
-        match &client {
-            Some((_, c)) => {
-                self.ctx.clients.insert(key.clone(), c.clone());
+        let credentials = match (&what, client) {
+            (Published::Client(_), Some(c)) => Credentials::Ready(c),
+            (Published::Wait(why), _) => Credentials::NotReady(why.clone()),
+            (Published::Client(_), None) => {
+                Credentials::NotReady(format!("TerdutServer {key} has no operator key yet"))
             }
-            None => {
-                self.ctx.clients.remove(key);
-            }
+        };
+        self.ctx.clients.insert(key.clone(), credentials);
+        let changed = state.published.as_ref() != Some(&what);
+        state.published = Some(what);
+        if changed && let Some(hooks) = self.ctx.on_server.get() {
+            hooks.credentials_changed(key);
         }
-        *slot = client;
-        if changed && let Some(nudge) = self.ctx.on_credentials.get() {
-            nudge(key);
+    }
+}
+
+/// What the server said of the operator key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyCheck {
+    Accepted,
+    /// 401, or another account: the message says which.
+    Rejected(String),
+    /// No answer; why.
+    Unreachable(String),
+    /// No key (or no client) to ask with.
+    NoKey,
+}
+
+impl KeyCheck {
+    /// Reads a `whoami` answer (terdut-api.md "Operator account").
+    pub fn of(answer: Result<crate::api::WhoAmI, ApiError>) -> Self {
+        match answer {
+            Ok(w) if w.account == OPERATOR_ACCOUNT => Self::Accepted,
+            Ok(w) => Self::Rejected(format!(
+                "the key belongs to account {:?}, not {OPERATOR_ACCOUNT}",
+                w.account
+            )),
+            Err(ApiError::Unauthorized) => Self::Rejected("401 on whoami".into()),
+            Err(e) => Self::Unreachable(e.to_string()),
         }
+    }
+
+    pub fn accepted(&self) -> bool {
+        matches!(self, Self::Accepted)
+    }
+
+    /// The `KeyAccepted` condition.
+    pub fn condition(&self, generation: Option<i64>) -> DesiredCondition {
+        use super::status::key_accepted::{ACCEPTED, KEY_REJECTED, NO_KEY, TYPE, UNREACHABLE};
+        let (status, reason, message) = match self {
+            Self::Accepted => (
+                true,
+                ACCEPTED,
+                "the server accepts the operator key (whoami answers as terdut-operator)"
+                    .to_owned(),
+            ),
+            Self::Rejected(why) => (
+                false,
+                KEY_REJECTED,
+                format!(
+                    "the server refuses the operator key: {why}. Its pods were started with \
+                     another key (they roll on their own after a key change; otherwise check \
+                     that the image reads TERDUT_OPERATOR_KEY); its teams and alert sources \
+                     wait until it accepts the key"
+                ),
+            ),
+            Self::Unreachable(why) => (
+                false,
+                UNREACHABLE,
+                format!("the server did not answer whoami: {why}"),
+            ),
+            Self::NoKey => (
+                false,
+                NO_KEY,
+                "no operator key to check yet (see Ready)".to_owned(),
+            ),
+        };
+        DesiredCondition {
+            type_: TYPE.into(),
+            status,
+            reason: reason.into(),
+            message,
+            observed_generation: generation,
+        }
+    }
+}
+
+/// The account the server seeds from `TERDUT_OPERATOR_KEY` (terdut-api.md).
+pub const OPERATOR_ACCOUNT: &str = "terdut-operator";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{TransientCause, WhoAmI};
+
+    #[test]
+    fn whoami_answers_become_the_key_condition() {
+        let who = |account: &str| {
+            Ok(WhoAmI {
+                account: account.into(),
+                scope: "instance".into(),
+            })
+        };
+        assert_eq!(KeyCheck::of(who("terdut-operator")), KeyCheck::Accepted);
+        let c = KeyCheck::of(who("alice")).condition(Some(2));
+        assert_eq!((c.status, c.reason.as_str()), (false, "KeyRejected"));
+        assert!(c.message.contains("alice"), "{}", c.message);
+        let c = KeyCheck::of(Err(ApiError::Unauthorized)).condition(None);
+        assert_eq!(c.reason, "KeyRejected");
+        let down = Err(ApiError::Transient {
+            cause: TransientCause::Connect,
+            detail: "refused".into(),
+        });
+        let c = KeyCheck::of(down).condition(None);
+        assert_eq!((c.status, c.reason.as_str()), (false, "Unreachable"));
+        assert_eq!(c.type_, "KeyAccepted");
+        assert!(KeyCheck::Accepted.condition(Some(1)).status);
     }
 }

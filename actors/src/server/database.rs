@@ -14,8 +14,6 @@ use terdut_crds::v1alpha1::server::{DatabaseSpec, PostgresClusterRef};
 
 use super::status::reasons;
 
-/// Port of the Zalando master Service (the operator's default; DESIGN §8).
-pub const ZALANDO_PORT: u16 = 5432;
 /// Data key of the password in a Zalando credentials Secret.
 pub const ZALANDO_PASSWORD_KEY: &str = "password";
 /// `status.PostgresClusterStatus` of a Zalando cluster that serves.
@@ -29,18 +27,30 @@ pub enum ClusterObservation {
     /// The CRD is there, the named cluster is not.
     Missing,
     /// The cluster exists; `phase` is its `status.PostgresClusterStatus` (`Running`,
-    /// `Creating`, `SyncFailed`, ...), `None` before the postgres-operator first wrote it.
-    Found { phase: Option<String> },
+    /// `Creating`, `SyncFailed`, ...), `None` before the postgres-operator first wrote it;
+    /// `master` is the Service the postgres-operator made for its primary, once it exists.
+    Found {
+        phase: Option<String>,
+        master: Option<MasterService>,
+    },
+}
+
+/// The cluster's master Service as the postgres-operator made it: where the DSN points.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MasterService {
+    pub name: String,
+    pub port: i32,
 }
 
 impl ClusterObservation {
-    /// Reads a `postgresql` object (as JSON, e.g. a `DynamicObject`'s data) into an observation.
-    pub fn from_object(object: &serde_json::Value) -> Self {
+    /// Reads a `postgresql` object (as JSON, e.g. a `DynamicObject`'s data) and its master
+    /// Service, if one was found, into an observation.
+    pub fn from_object(object: &serde_json::Value, master: Option<MasterService>) -> Self {
         let phase = object
             .pointer("/status/PostgresClusterStatus")
             .and_then(serde_json::Value::as_str)
             .map(str::to_owned);
-        Self::Found { phase }
+        Self::Found { phase, master }
     }
 }
 
@@ -82,10 +92,13 @@ pub fn cluster_ref(spec: &DatabaseSpec) -> Option<&PostgresClusterRef> {
 }
 
 /// Resolves `spec.database`. `cluster` is the lookup of [`cluster_ref`]; ignored for a DSN.
+/// `cluster_domain` makes the Zalando host absolute (no DNS search path, as for the operator's
+/// own URLs: `crate::url_template`).
 pub fn resolve(
     namespace: &str,
     spec: &DatabaseSpec,
     cluster: Option<&ClusterObservation>,
+    cluster_domain: &str,
 ) -> DatabaseOutcome {
     match (&spec.dsn, &spec.postgres_cluster_ref) {
         (Some(dsn), None) => DatabaseOutcome::Wired {
@@ -95,7 +108,7 @@ pub fn resolve(
             },
             pending: None,
         },
-        (None, Some(r)) => resolve_zalando(namespace, r, cluster),
+        (None, Some(r)) => resolve_zalando(namespace, r, cluster, cluster_domain),
         // The CRD's CEL rule makes these unreachable through the API; kept total anyway.
         _ => DatabaseOutcome::Blocked(DatabaseIssue {
             reason: reasons::INVALID_SPEC,
@@ -109,6 +122,7 @@ fn resolve_zalando(
     namespace: &str,
     r: &PostgresClusterRef,
     cluster: Option<&ClusterObservation>,
+    cluster_domain: &str,
 ) -> DatabaseOutcome {
     let blocked = |reason, message| DatabaseOutcome::Blocked(DatabaseIssue { reason, message });
     match cluster {
@@ -128,7 +142,18 @@ fn resolve_zalando(
                 r.name
             ),
         ),
-        Some(ClusterObservation::Found { phase }) => {
+        Some(ClusterObservation::Found { master: None, .. }) => blocked(
+            reasons::DATABASE_CLUSTER_NOT_RUNNING,
+            format!(
+                "postgresql {:?} has no master Service {:?} yet; the postgres-operator creates it \
+                 with the cluster, and the DSN points at it",
+                r.name, r.name
+            ),
+        ),
+        Some(ClusterObservation::Found {
+            phase,
+            master: Some(master),
+        }) => {
             let pending = (phase.as_deref() != Some(ZALANDO_RUNNING)).then(|| DatabaseIssue {
                 reason: reasons::DATABASE_CLUSTER_NOT_RUNNING,
                 message: format!(
@@ -139,7 +164,7 @@ fn resolve_zalando(
             });
             DatabaseOutcome::Wired {
                 wiring: DatabaseWiring {
-                    dsn: zalando_dsn(namespace, r),
+                    dsn: zalando_dsn(namespace, r, master, cluster_domain),
                     password: Some(SecretKeyRef {
                         name: zalando_credentials_secret(r),
                         key: ZALANDO_PASSWORD_KEY.into(),
@@ -151,13 +176,20 @@ fn resolve_zalando(
     }
 }
 
-/// `postgres://<user>@<cluster>.<namespace>.svc:5432/<database>?sslmode=require`: the master
-/// Service of a Zalando cluster has the cluster's name, and Spilo serves TLS by default.
-pub fn zalando_dsn(namespace: &str, r: &PostgresClusterRef) -> String {
+/// `postgres://<user>@<master Service>.<namespace>.svc.<cluster domain>.:<its port>/<database>?sslmode=require`:
+/// the host and port are the master Service the postgres-operator made (read from the
+/// cluster, not assumed), as an absolute name; Spilo serves TLS by default.
+pub fn zalando_dsn(
+    namespace: &str,
+    r: &PostgresClusterRef,
+    master: &MasterService,
+    cluster_domain: &str,
+) -> String {
     format!(
-        "postgres://{}@{}.{namespace}.svc:{ZALANDO_PORT}/{}?sslmode=require",
+        "postgres://{}@{}.{namespace}.svc.{cluster_domain}.:{}/{}?sslmode=require",
         pct_encode(&r.user),
-        r.name,
+        master.name,
+        master.port,
         pct_encode(&r.database)
     )
 }
@@ -194,9 +226,17 @@ mod tests {
         serde_json::from_value(serde_json::json!({"postgresClusterRef": {"name": name}})).unwrap()
     }
 
+    fn master(name: &str) -> Option<MasterService> {
+        Some(MasterService {
+            name: name.into(),
+            port: 5432,
+        })
+    }
+
     fn found(phase: &str) -> ClusterObservation {
         ClusterObservation::Found {
             phase: Some(phase.into()),
+            master: master("terdut-postgres"),
         }
     }
 
@@ -207,7 +247,9 @@ mod tests {
             "passwordSecretRef": {"name": "db", "key": "password"},
         }))
         .unwrap();
-        let DatabaseOutcome::Wired { wiring, pending } = resolve("oncall", &spec, None) else {
+        let DatabaseOutcome::Wired { wiring, pending } =
+            resolve("oncall", &spec, None, "cluster.local")
+        else {
             panic!("not wired")
         };
         assert_eq!(
@@ -225,7 +267,12 @@ mod tests {
         // A DSN user never needs the Zalando CRD (DESIGN §8).
         assert_eq!(cluster_ref(&spec), None);
         assert!(matches!(
-            resolve("oncall", &spec, Some(&ClusterObservation::CrdAbsent)),
+            resolve(
+                "oncall",
+                &spec,
+                Some(&ClusterObservation::CrdAbsent),
+                "cluster.local"
+            ),
             DatabaseOutcome::Wired { .. }
         ));
     }
@@ -233,12 +280,12 @@ mod tests {
     #[test]
     fn zalando_running_cluster_is_wired() {
         let spec = zalando("terdut-postgres");
-        let out = resolve("oncall", &spec, Some(&found("Running")));
+        let out = resolve("oncall", &spec, Some(&found("Running")), "cluster.local");
         assert_eq!(
             out,
             DatabaseOutcome::Wired {
                 wiring: DatabaseWiring {
-                    dsn: "postgres://terdut@terdut-postgres.oncall.svc:5432/terdut?sslmode=require"
+                    dsn: "postgres://terdut@terdut-postgres.oncall.svc.cluster.local.:5432/terdut?sslmode=require"
                         .into(),
                     password: Some(SecretKeyRef {
                         name: "terdut.terdut-postgres.credentials.postgresql.acid.zalan.do".into(),
@@ -256,11 +303,14 @@ mod tests {
         for obs in [
             found("Creating"),
             found("SyncFailed"),
-            ClusterObservation::Found { phase: None },
+            ClusterObservation::Found {
+                phase: None,
+                master: master("pg"),
+            },
         ] {
             let DatabaseOutcome::Wired {
                 pending: Some(p), ..
-            } = resolve("ns", &spec, Some(&obs))
+            } = resolve("ns", &spec, Some(&obs), "cluster.local")
             else {
                 panic!("{obs:?} should be wired and pending")
             };
@@ -270,22 +320,37 @@ mod tests {
     }
 
     #[test]
+    fn a_cluster_without_its_master_service_yet_is_not_wired() {
+        let spec = zalando("pg");
+        let obs = ClusterObservation::Found {
+            phase: Some("Creating".into()),
+            master: None,
+        };
+        let DatabaseOutcome::Blocked(i) = resolve("ns", &spec, Some(&obs), "c.l") else {
+            panic!("a DSN needs the master Service")
+        };
+        assert_eq!(i.reason, "DatabaseClusterNotRunning");
+        assert!(i.message.contains("no master Service"), "{}", i.message);
+    }
+
+    #[test]
     fn missing_cluster_and_missing_crd_block_with_clear_reasons() {
         let spec = zalando("pg");
-        let DatabaseOutcome::Blocked(i) = resolve("ns", &spec, Some(&ClusterObservation::Missing))
+        let DatabaseOutcome::Blocked(i) =
+            resolve("ns", &spec, Some(&ClusterObservation::Missing), "c.l")
         else {
             panic!()
         };
         assert_eq!(i.reason, "DatabaseClusterNotFound");
         assert!(i.message.contains("\"pg\"") && i.message.contains("\"ns\""));
         let DatabaseOutcome::Blocked(i) =
-            resolve("ns", &spec, Some(&ClusterObservation::CrdAbsent))
+            resolve("ns", &spec, Some(&ClusterObservation::CrdAbsent), "c.l")
         else {
             panic!()
         };
         assert_eq!(i.reason, "PostgresOperatorNotInstalled");
         assert!(matches!(
-            resolve("ns", &spec, None),
+            resolve("ns", &spec, None, "c.l"),
             DatabaseOutcome::Blocked(DatabaseIssue {
                 reason: "DatabaseClusterNotFound",
                 ..
@@ -304,7 +369,7 @@ mod tests {
         both.dsn = Some("postgres://x".into());
         for spec in [none, both] {
             assert!(matches!(
-                resolve("ns", &spec, None),
+                resolve("ns", &spec, None, "c.l"),
                 DatabaseOutcome::Blocked(DatabaseIssue {
                     reason: "InvalidSpec",
                     ..
@@ -324,19 +389,29 @@ mod tests {
             zalando_credentials_secret(&r),
             "app-user.pg.credentials.postgresql.acid.zalan.do"
         );
+        let svc = MasterService {
+            name: "pg".into(),
+            port: 6543,
+        };
         assert_eq!(
-            zalando_dsn("ns", &r),
-            "postgres://app_user@pg.ns.svc:5432/my%20db?sslmode=require"
+            zalando_dsn("ns", &r, &svc, "corp.example"),
+            "postgres://app_user@pg.ns.svc.corp.example.:6543/my%20db?sslmode=require"
         );
     }
 
     #[test]
     fn phase_is_read_from_the_object() {
         let obj = serde_json::json!({"status": {"PostgresClusterStatus": "Running"}});
-        assert_eq!(ClusterObservation::from_object(&obj), found("Running"));
         assert_eq!(
-            ClusterObservation::from_object(&serde_json::json!({})),
-            ClusterObservation::Found { phase: None }
+            ClusterObservation::from_object(&obj, master("terdut-postgres")),
+            found("Running")
+        );
+        assert_eq!(
+            ClusterObservation::from_object(&serde_json::json!({}), None),
+            ClusterObservation::Found {
+                phase: None,
+                master: None
+            }
         );
     }
 }

@@ -5,9 +5,9 @@
 //! `apiVersion`/`kind` itself (k8s-openapi's `Resource` impl), so no `serde_json::Value` detour
 //! is needed.
 //!
-//! `spec.pod` is passed through unchanged (DESIGN §4.1: corev1 types throughout); the operator
-//! adds only what it needs and what makes the default pod pass the `restricted` Pod Security
-//! level.
+//! `spec.pod` is passed through (DESIGN §4.1: corev1 types throughout); the operator adds only
+//! what it needs, and the security contexts are laid over the `restricted` defaults field by
+//! field (`pod_security.rs`), so the pod passes that level unless the spec itself breaks it.
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
@@ -20,6 +20,7 @@ use terdut_crds::v1alpha1::TerdutServerSpec;
 
 use super::key::KEY_HASH_ANNOTATION;
 use super::names::{CONTAINER_NAME, PORT_NAME, Parent, deployment_name, labels, selector_labels};
+use super::pod_security::merge;
 use super::warning::SpecWarning;
 
 /// Liveness endpoint (terdut-api.md "Transport").
@@ -68,11 +69,11 @@ pub fn deployment(
         liveness_probe: Some(http_probe(LIVENESS_PATH)),
         readiness_probe: Some(http_probe(READINESS_PATH)),
         resources: pod.resources.clone(),
-        security_context: Some(
-            pod.container_security_context
-                .clone()
-                .unwrap_or_else(restricted_container_context),
-        ),
+        // Field by field over the restricted defaults: setting one field keeps the others.
+        security_context: Some(merge(
+            restricted_container_context(),
+            pod.container_security_context.as_ref(),
+        )),
         volume_mounts: non_empty(pod.extra_volume_mounts.clone()),
         ..Default::default()
     };
@@ -85,11 +86,10 @@ pub fn deployment(
         enable_service_links: Some(false),
         // terdut-server never calls the Kubernetes API (DESIGN §9: only the operator does).
         automount_service_account_token: Some(false),
-        security_context: Some(
-            pod.security_context
-                .clone()
-                .unwrap_or_else(restricted_pod_context),
-        ),
+        security_context: Some(merge(
+            restricted_pod_context(),
+            pod.security_context.as_ref(),
+        )),
         volumes: non_empty(pod.extra_volumes.clone()),
         image_pull_secrets: non_empty(pod.image_pull_secrets.clone()),
         tolerations: non_empty(pod.tolerations.clone()),
@@ -343,17 +343,15 @@ mod tests {
         assert_eq!(pod.node_selector.as_ref().unwrap()["disk"], "ssd");
         assert!(pod.affinity.as_ref().unwrap().pod_anti_affinity.is_some());
         assert_eq!(pod.topology_spread_constraints.as_ref().unwrap().len(), 1);
-        // A user's own security context replaces the default at its level.
+        // A user's own security context is laid over the defaults field by field.
         assert_eq!(
             pod.security_context.as_ref().unwrap().run_as_user,
             Some(1000)
         );
-        assert!(
-            pod.security_context
-                .as_ref()
-                .unwrap()
-                .run_as_non_root
-                .is_none()
+        assert_eq!(
+            pod.security_context.as_ref().unwrap().run_as_non_root,
+            Some(true),
+            "the default the user did not set is kept"
         );
         assert_eq!(c.security_context.as_ref().unwrap().privileged, Some(false));
         assert_eq!(c.env_from.as_ref().unwrap().len(), 1);

@@ -146,10 +146,20 @@ pub enum KeySecretState {
     NotOwned,
 }
 
-/// Classifies the observed key Secret (`None`: not in the cache).
-pub fn classify_key_secret(parent: &Parent, observed: Option<&Secret>) -> KeySecretState {
+/// Classifies the observed key Secret (`None`: not in the cache). `unlisted`: the metadata of
+/// a Secret of that name the label-selected cache does not show; it is someone else's (one the
+/// operator controls is read in full and given as `observed`), so it is never overwritten and
+/// its data is never read or used (DESIGN §1, §6).
+pub fn classify_key_secret(
+    parent: &Parent,
+    observed: Option<&Secret>,
+    unlisted: Option<&ObjectMeta>,
+) -> KeySecretState {
     let Some(secret) = observed else {
-        return KeySecretState::Missing;
+        return match unlisted {
+            Some(_) => KeySecretState::NotOwned,
+            None => KeySecretState::Missing,
+        };
     };
     let ours = secret
         .metadata
@@ -252,10 +262,10 @@ mod tests {
         let p = parent();
         let s = key_secret(&p, &key(4));
         assert_eq!(
-            classify_key_secret(&p, Some(&s)),
+            classify_key_secret(&p, Some(&s), None),
             KeySecretState::Present(key(4))
         );
-        assert_eq!(classify_key_secret(&p, None), KeySecretState::Missing);
+        assert_eq!(classify_key_secret(&p, None, None), KeySecretState::Missing);
     }
 
     #[test]
@@ -266,9 +276,15 @@ mod tests {
             .as_mut()
             .unwrap()
             .insert("token".into(), ByteString(b"tdsa_not-hex-at-all".to_vec()));
-        assert_eq!(classify_key_secret(&p, Some(&s)), KeySecretState::Invalid);
+        assert_eq!(
+            classify_key_secret(&p, Some(&s), None),
+            KeySecretState::Invalid
+        );
         s.data = None;
-        assert_eq!(classify_key_secret(&p, Some(&s)), KeySecretState::Invalid);
+        assert_eq!(
+            classify_key_secret(&p, Some(&s), None),
+            KeySecretState::Invalid
+        );
     }
 
     #[test]
@@ -276,8 +292,19 @@ mod tests {
         let p = parent();
         let mut s = key_secret(&p, &key(4));
         s.metadata.owner_references.as_mut().unwrap()[0].uid = "old-server".into();
-        assert_eq!(classify_key_secret(&p, Some(&s)), KeySecretState::NotOwned);
+        assert_eq!(
+            classify_key_secret(&p, Some(&s), None),
+            KeySecretState::NotOwned
+        );
         s.metadata.owner_references = None;
-        assert_eq!(classify_key_secret(&p, Some(&s)), KeySecretState::NotOwned);
+        assert_eq!(
+            classify_key_secret(&p, Some(&s), None),
+            KeySecretState::NotOwned
+        );
+        // An unlabelled one the cache cannot see, known by its metadata only.
+        assert_eq!(
+            classify_key_secret(&p, None, Some(&s.metadata)),
+            KeySecretState::NotOwned
+        );
     }
 }

@@ -12,6 +12,8 @@ pub mod names;
 pub mod observe;
 pub mod pdb;
 pub mod plan;
+pub mod pod_security;
+pub mod references;
 pub mod service;
 pub mod status;
 pub mod warning;

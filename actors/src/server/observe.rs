@@ -1,6 +1,11 @@
-//! The observing half of a TerdutServer pass: everything comes from the informer caches except
-//! the Zalando `postgresql` lookup, which is a live GET (DESIGN §8: that CRD is optional and not
-//! watched).
+//! The observing half of a TerdutServer pass. The owned objects come from the informer caches,
+//! which show only what carries the operator's labels; so before the operator creates or
+//! applies one, a live metadata read of its name says whether something it does not control
+//! is there (DESIGN §1: a Deployment or Service the terdut-server chart installed is never
+//! taken over). Live reads too: the Secrets the spec names (whether they and their keys
+//! exist), and the Zalando `postgresql` with its master Service (DESIGN §8: that CRD is
+//! optional and not watched). In steady state every owned object is in the cache and the only
+//! live reads are the named Secrets.
 
 use std::sync::Arc;
 
@@ -13,9 +18,14 @@ use kube::runtime::reflector::ObjectRef;
 use terdut_crds::v1alpha1::TerdutServer;
 use terdut_crds::v1alpha1::server::TeamCounts;
 
-use super::database::{ClusterObservation, cluster_ref};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::core::NamespaceResourceScope;
+use serde::de::DeserializeOwned;
+
+use super::database::{ClusterObservation, MasterService, cluster_ref};
 use super::names::{deployment_name, key_secret_name, pdb_name, service_name};
-use super::plan::Observed;
+use super::plan::{Observed, Unlisted};
+use super::references::{Checked, Found};
 use crate::consent::{Consent, decide};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
@@ -29,7 +39,19 @@ pub struct Observation {
     pub deployment: Option<Arc<Deployment>>,
     pub service: Option<Arc<Service>>,
     pub pdb: Option<Arc<PodDisruptionBudget>>,
+    pub unlisted: UnlistedMeta,
+    pub references: Vec<Checked>,
+    pub cluster_domain: String,
     pub teams: TeamCounts,
+}
+
+/// The metadata of objects the caches do not show (see `plan::Unlisted`).
+#[derive(Debug, Default)]
+pub struct UnlistedMeta {
+    pub deployment: Option<ObjectMeta>,
+    pub service: Option<ObjectMeta>,
+    pub pdb: Option<ObjectMeta>,
+    pub key_secret: Option<ObjectMeta>,
 }
 
 impl Observation {
@@ -40,6 +62,14 @@ impl Observation {
             deployment: self.deployment.as_deref(),
             service: self.service.as_deref(),
             pdb: self.pdb.as_deref(),
+            unlisted: Unlisted {
+                deployment: self.unlisted.deployment.as_ref(),
+                service: self.unlisted.service.as_ref(),
+                pdb: self.unlisted.pdb.as_ref(),
+                key_secret: self.unlisted.key_secret.as_ref(),
+            },
+            references: &self.references,
+            cluster_domain: &self.cluster_domain,
             teams: self.teams.clone(),
         }
     }
@@ -53,19 +83,112 @@ pub async fn observe(ctx: &Ctx, server: &TerdutServer) -> Result<Observation, Re
         Some(r) => Some(zalando(ctx, ns, &r.name).await?),
         None => None,
     };
+    let deployment = s
+        .deployments
+        .get(&ObjectRef::new(&deployment_name(name)).within(ns));
+    let service = s
+        .services
+        .get(&ObjectRef::new(&service_name(name)).within(ns));
+    let pdb = s.pdbs.get(&ObjectRef::new(&pdb_name(name)).within(ns));
+    let mut key_secret = s
+        .secrets
+        .get(&ObjectRef::new(&key_secret_name(name)).within(ns));
+    let mut unlisted = UnlistedMeta::default();
+    if deployment.is_none() {
+        unlisted.deployment = metadata::<Deployment>(ctx, ns, &deployment_name(name)).await?;
+    }
+    if service.is_none() {
+        unlisted.service = metadata::<Service>(ctx, ns, &service_name(name)).await?;
+    }
+    if pdb.is_none() && server.spec.pod.disruption_budget.is_some() {
+        unlisted.pdb = metadata::<PodDisruptionBudget>(ctx, ns, &pdb_name(name)).await?;
+    }
+    if key_secret.is_none()
+        && let Some(meta) = metadata::<Secret>(ctx, ns, &key_secret_name(name)).await?
+    {
+        // Ours without our label (or the cache lags its create): read it. Anyone else's is
+        // known by its metadata only: its data is never read.
+        if controlled_by(&meta, server) {
+            key_secret = full::<Secret>(ctx, ns, &key_secret_name(name))
+                .await?
+                .map(Arc::new);
+        } else {
+            unlisted.key_secret = Some(meta);
+        }
+    }
+    let mut references = vec![];
+    for r in super::references::references(&server.spec) {
+        let found = referenced_secret(ctx, ns, &r.name, &r.key).await?;
+        references.push(Checked {
+            reference: r,
+            found,
+        });
+    }
     Ok(Observation {
-        key_secret: s
-            .secrets
-            .get(&ObjectRef::new(&key_secret_name(name)).within(ns)),
+        key_secret,
         database_cluster,
-        deployment: s
-            .deployments
-            .get(&ObjectRef::new(&deployment_name(name)).within(ns)),
-        service: s
-            .services
-            .get(&ObjectRef::new(&service_name(name)).within(ns)),
-        pdb: s.pdbs.get(&ObjectRef::new(&pdb_name(name)).within(ns)),
+        deployment,
+        service,
+        pdb,
+        unlisted,
+        references,
+        cluster_domain: ctx.config.cluster_domain.clone(),
         teams: team_counts(ctx, server),
+    })
+}
+
+/// Whether `meta` has a controller reference to `server`.
+fn controlled_by(meta: &ObjectMeta, server: &TerdutServer) -> bool {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && Some(&o.uid) == server.metadata.uid.as_ref())
+}
+
+/// The metadata of `name` of kind `K`, read live (a metadata-only GET: a Secret's data never
+/// leaves the API server for it).
+async fn metadata<K>(ctx: &Ctx, ns: &str, name: &str) -> Result<Option<ObjectMeta>, ReconcileError>
+where
+    K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::namespaced(ctx.kube.clone(), ns)
+        .get_metadata_opt(name)
+        .await
+        .map(|m| m.map(|m| m.metadata))
+        .map_err(|e| ReconcileError::kube("get", format!("{} {ns}/{name}", K::kind(&())), e))
+}
+
+async fn full<K>(ctx: &Ctx, ns: &str, name: &str) -> Result<Option<K>, ReconcileError>
+where
+    K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::namespaced(ctx.kube.clone(), ns)
+        .get_opt(name)
+        .await
+        .map_err(|e| ReconcileError::kube("get", format!("{} {ns}/{name}", K::kind(&())), e))
+}
+
+/// Whether the Secret `name` exists with `key`. Only the key names are looked at; the values
+/// are dropped with the object.
+async fn referenced_secret(
+    ctx: &Ctx,
+    ns: &str,
+    name: &str,
+    key: &str,
+) -> Result<Found, ReconcileError> {
+    Ok(match full::<Secret>(ctx, ns, name).await? {
+        None => Found::NoSecret,
+        Some(s) => {
+            let has = s.data.as_ref().is_some_and(|d| d.contains_key(key))
+                || s.string_data.as_ref().is_some_and(|d| d.contains_key(key));
+            if has { Found::Present } else { Found::NoKey }
+        }
     })
 }
 
@@ -120,7 +243,10 @@ async fn zalando(ctx: &Ctx, ns: &str, name: &str) -> Result<ClusterObservation, 
     let ar = ApiResource::from_gvk_with_plural(&gvk, "postgresqls");
     let api: Api<DynamicObject> = Api::namespaced_with(ctx.kube.clone(), ns, &ar);
     match api.get_opt(name).await {
-        Ok(Some(obj)) => Ok(ClusterObservation::from_object(&obj.data)),
+        Ok(Some(obj)) => {
+            let master = master_service(ctx, ns, name).await?;
+            Ok(ClusterObservation::from_object(&obj.data, master))
+        }
         Ok(None) => Ok(ClusterObservation::Missing),
         Err(e) => Err(ReconcileError::kube(
             "get",
@@ -128,4 +254,26 @@ async fn zalando(ctx: &Ctx, ns: &str, name: &str) -> Result<ClusterObservation, 
             e,
         )),
     }
+}
+
+/// The master Service the postgres-operator made for cluster `name` (it carries the cluster's
+/// name), with its Postgres port: where the DSN points, read from the cluster.
+async fn master_service(
+    ctx: &Ctx,
+    ns: &str,
+    name: &str,
+) -> Result<Option<MasterService>, ReconcileError> {
+    let Some(svc) = full::<Service>(ctx, ns, name).await? else {
+        return Ok(None);
+    };
+    let ports = svc.spec.and_then(|s| s.ports).unwrap_or_default();
+    let port = ports
+        .iter()
+        .find(|p| p.name.as_deref() == Some("postgresql"))
+        .or(ports.first())
+        .map(|p| p.port);
+    Ok(port.map(|port| MasterService {
+        name: name.to_owned(),
+        port,
+    }))
 }

@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use terdut_crds::v1alpha1::TerdutServer;
+use terdut_crds::v1alpha1::conditions::DesiredCondition;
 use terdut_crds::v1alpha1::server::TeamCounts;
 
 use super::database::{self, ClusterObservation, DatabaseOutcome};
@@ -25,6 +26,8 @@ use super::env::container_env;
 use super::key::{KeyGenError, KeySecretState, OperatorKeyValue, classify_key_secret, key_secret};
 use super::names::{MissingMetadata, Parent, validate_server_name};
 use super::pdb::pdb;
+use super::pod_security::violations;
+use super::references::{Checked, first_missing};
 use super::service::service;
 use super::status::{DeploymentObservation, DesiredStatus, StatusInputs, desired_status};
 use super::warning::SpecWarning;
@@ -39,8 +42,26 @@ pub struct Observed<'a> {
     pub deployment: Option<&'a Deployment>,
     pub service: Option<&'a Service>,
     pub pdb: Option<&'a PodDisruptionBudget>,
+    /// Objects with the names the operator needs that the label-selected caches cannot show
+    /// (a live metadata read): someone else's, e.g. installed by the terdut-server chart, or
+    /// the operator's own with its labels removed (DESIGN §1: never adopted).
+    pub unlisted: Unlisted<'a>,
+    /// Every Secret the spec names, and whether it and its key exist.
+    pub references: &'a [Checked],
+    /// The cluster's DNS domain, for absolute names in the pods' configuration.
+    pub cluster_domain: &'a str,
     /// TerdutTeams attached to this server, by consent outcome (DESIGN §4.6).
     pub teams: TeamCounts,
+}
+
+/// See [`Observed::unlisted`]. A key Secret of the operator's own (its ownerReference) is read
+/// in full and observed as `key_secret`; only other ones appear here.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Unlisted<'a> {
+    pub deployment: Option<&'a ObjectMeta>,
+    pub service: Option<&'a ObjectMeta>,
+    pub pdb: Option<&'a ObjectMeta>,
+    pub key_secret: Option<&'a ObjectMeta>,
 }
 
 /// One write, in the order given. `Debug` names the objects only: a Secret's derived `Debug`
@@ -108,24 +129,43 @@ where
     let mut warnings = vec![];
     let name_error = validate_server_name(&parent.name).err();
 
-    let mut key = classify_key_secret(&parent, observed.key_secret);
-    let db = database::resolve(&parent.namespace, &spec.database, observed.database_cluster);
+    let mut key = classify_key_secret(&parent, observed.key_secret, observed.unlisted.key_secret);
+    let db = database::resolve(
+        &parent.namespace,
+        &spec.database,
+        observed.database_cluster,
+        observed.cluster_domain,
+    );
+    let missing_reference = first_missing(observed.references, &parent.namespace);
     let controlled = |meta: &ObjectMeta| {
         meta.owner_references
             .iter()
             .flatten()
             .any(|o| o.uid == parent.owner.uid && o.controller == Some(true))
     };
-    // An object of ours by name but not by owner: never taken over (DESIGN §1).
-    let foreign_of = |kind: &str, meta: Option<&ObjectMeta>| {
-        meta.filter(|m| !controlled(m))
+    // An object of ours by name but not by owner: never taken over (DESIGN §1). The caches
+    // show only labelled objects, so the live read of the name (`unlisted`) decides too.
+    let foreign_of = |kind: &str, cached: Option<&ObjectMeta>, unlisted: Option<&ObjectMeta>| {
+        cached
+            .or(unlisted)
+            .filter(|m| !controlled(m))
             .map(|m| format!("{kind} {}", m.name.as_deref().unwrap_or_default()))
     };
-    let foreign_workload = foreign_of("Deployment", observed.deployment.map(|d| &d.metadata))
-        .or_else(|| foreign_of("Service", observed.service.map(|s| &s.metadata)));
-    let foreign_pdb = foreign_of("PodDisruptionBudget", observed.pdb.map(|p| &p.metadata))
-        .filter(|_| spec.pod.disruption_budget.is_some());
+    let u = observed.unlisted;
+    let foreign_workload = foreign_of(
+        "Deployment",
+        observed.deployment.map(|d| &d.metadata),
+        u.deployment,
+    )
+    .or_else(|| foreign_of("Service", observed.service.map(|s| &s.metadata), u.service));
+    let foreign_pdb = foreign_of(
+        "PodDisruptionBudget",
+        observed.pdb.map(|p| &p.metadata),
+        u.pdb,
+    )
+    .filter(|_| spec.pod.disruption_budget.is_some());
 
+    let mut pod_security = None;
     if name_error.is_none() {
         if key == KeySecretState::Missing {
             let fresh = new_key()?;
@@ -137,12 +177,25 @@ where
             if needs_apply(&svc, observed.service) {
                 steps.push(Step::ApplyService(Box::new(svc)));
             }
-            if let (KeySecretState::Present(k), DatabaseOutcome::Wired { wiring, .. }) = (&key, &db)
+            if let (KeySecretState::Present(k), DatabaseOutcome::Wired { wiring, .. }, None) =
+                (&key, &db, &missing_reference)
             {
                 let env = container_env(&parent.name, spec, wiring);
                 let built = deployment(&parent, spec, env.env, &k.hash());
                 warnings.extend(env.warnings);
                 warnings.extend(built.warnings);
+                let breaches = built
+                    .deployment
+                    .spec
+                    .template
+                    .spec
+                    .as_ref()
+                    .map(violations)
+                    .unwrap_or_default();
+                pod_security = Some(pod_security_condition(&breaches));
+                if !breaches.is_empty() {
+                    warnings.push(SpecWarning::BreaksRestricted { fields: breaches });
+                }
                 let d = stamp(built.deployment);
                 if needs_apply(&d, observed.deployment) {
                     steps.push(Step::ApplyDeployment(Box::new(d)));
@@ -167,7 +220,7 @@ where
         .deployment
         .filter(|d| controlled(&d.metadata))
         .map(DeploymentObservation::from_deployment);
-    let status = desired_status(&StatusInputs {
+    let mut status = desired_status(&StatusInputs {
         server_name: &parent.name,
         generation: server.metadata.generation,
         replicas: spec.replicas,
@@ -175,14 +228,44 @@ where
         foreign_object: foreign_workload.as_deref().or(foreign_pdb.as_deref()),
         key: &key,
         database: &db,
+        missing_reference: missing_reference.as_ref().map(|(r, m)| (*r, m.as_str())),
         deployment: deployment_obs.as_ref(),
         teams: observed.teams.clone(),
     });
+    status.pod_security = pod_security.map(|c| c.at_generation(server.metadata.generation));
     Ok(Plan {
         steps,
         warnings,
         status,
     })
+}
+
+/// The `PodSecurity` condition for the breaches [`violations`] found.
+fn pod_security_condition(breaches: &[String]) -> DesiredCondition {
+    use super::status::pod_security::{BREAKS_RESTRICTED, RESTRICTED, TYPE};
+    let (status, reason, message) = if breaches.is_empty() {
+        (
+            true,
+            RESTRICTED,
+            "the terdut-server pods meet the restricted Pod Security level".to_owned(),
+        )
+    } else {
+        (
+            false,
+            BREAKS_RESTRICTED,
+            format!(
+                "the spec makes the pods break the restricted Pod Security level: {}",
+                breaches.join("; ")
+            ),
+        )
+    };
+    DesiredCondition {
+        type_: TYPE.into(),
+        status,
+        reason: reason.into(),
+        message,
+        observed_generation: None,
+    }
 }
 
 #[cfg(test)]
@@ -369,6 +452,121 @@ mod tests {
         assert!(p.status.ready.message.contains("Deployment terdut"));
     }
 
+    /// What the terdut-server chart installs: a Deployment and a Service of the server's name,
+    /// without the operator's labels (so no cache shows them) and without its ownerReference.
+    fn chart_install() -> ObjectMeta {
+        ObjectMeta {
+            name: Some("terdut".into()),
+            namespace: Some("oncall".into()),
+            labels: Some([("app.kubernetes.io/managed-by".to_owned(), "Helm".to_owned())].into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn objects_the_caches_cannot_see_are_never_applied_over() {
+        let s = byo_server();
+        let theirs = chart_install();
+        for unlisted in [
+            Unlisted {
+                deployment: Some(&theirs),
+                ..Default::default()
+            },
+            Unlisted {
+                service: Some(&theirs),
+                ..Default::default()
+            },
+        ] {
+            let observed = Observed {
+                unlisted,
+                ..Default::default()
+            };
+            let p = plan(&s, &observed, || key(1)).unwrap();
+            assert_eq!(
+                kinds(&p),
+                ["CreateKeySecret"],
+                "no apply over the chart's objects"
+            );
+            assert_eq!(p.status.ready.reason, "ResourceNotOwned");
+        }
+        // A foreign Secret under the key's name: nothing created, nothing read.
+        let observed = Observed {
+            unlisted: Unlisted {
+                key_secret: Some(&theirs),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let p = plan(&s, &observed, never).unwrap();
+        assert_eq!(
+            kinds(&p),
+            ["ApplyService"],
+            "no key Secret, so no Deployment"
+        );
+        assert_eq!(p.status.ready.reason, "KeySecretNotOwned");
+        assert_eq!(p.status.credentials_secret_ref, None);
+        // One of ours whose labels were removed is applied again (and relabelled).
+        let mut ours = chart_install();
+        ours.owner_references = Some(vec![parent_owner()]);
+        let observed = Observed {
+            unlisted: Unlisted {
+                service: Some(&ours),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(
+            kinds(&plan(&s, &observed, || key(1)).unwrap()),
+            ["CreateKeySecret", "ApplyService", "ApplyDeployment"]
+        );
+    }
+
+    fn parent_owner() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+        crate::server::names::tests::parent().owner
+    }
+
+    #[test]
+    fn a_missing_referenced_secret_holds_the_deployment() {
+        use crate::server::references::{Checked, Found, Reference};
+        let s = byo_server();
+        let checked = [Checked {
+            reference: Reference {
+                field: "spec.database.passwordSecretRef",
+                name: "db".into(),
+                key: "password".into(),
+            },
+            found: Found::NoSecret,
+        }];
+        let observed = Observed {
+            references: &checked,
+            ..Default::default()
+        };
+        let p = plan(&s, &observed, || key(1)).unwrap();
+        assert_eq!(kinds(&p), ["CreateKeySecret", "ApplyService"]);
+        assert_eq!(p.status.ready.reason, "SecretNotFound");
+        assert!(p.status.ready.message.contains("Secret db"));
+    }
+
+    #[test]
+    fn the_pod_security_condition_names_what_breaks_restricted() {
+        let s = server(json!({"database": {"dsn": "postgres://x"},
+            "pod": {"securityContext": {"runAsUser": 1000}}}));
+        let p = plan(&s, &Observed::default(), || key(1)).unwrap();
+        let c = p.status.pod_security.clone().unwrap();
+        assert_eq!((c.status, c.reason.as_str()), (true, "Restricted"));
+        let s = server(json!({"database": {"dsn": "postgres://x"},
+            "pod": {"containerSecurityContext": {"privileged": true}}}));
+        let p = plan(&s, &Observed::default(), || key(1)).unwrap();
+        let c = p.status.pod_security.clone().unwrap();
+        assert_eq!((c.status, c.reason.as_str()), (false, "BreaksRestricted"));
+        assert!(c.message.contains("privileged is true"), "{}", c.message);
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.reason() == "PodSecurityBreaksRestricted")
+        );
+    }
+
     #[test]
     fn missing_database_cluster_holds_the_deployment_only() {
         let s = server(json!({"database": {"postgresClusterRef": {"name": "pg"}}}));
@@ -382,6 +580,10 @@ mod tests {
         assert_eq!(p.status.ready.reason, "DatabaseClusterNotFound");
         let running = ClusterObservation::Found {
             phase: Some("Running".into()),
+            master: Some(crate::server::database::MasterService {
+                name: "pg".into(),
+                port: 5432,
+            }),
         };
         let observed = Observed {
             database_cluster: Some(&running),

@@ -39,8 +39,6 @@ pub mod reasons {
     pub const ROLLOUT_STALLED: &str = "RolloutStalled";
     /// Pods could not be created (quota, Pod Security admission, ...).
     pub const REPLICA_FAILURE: &str = "ReplicaFailure";
-    /// The operator key Secret is missing and could not be created.
-    pub const KEY_SECRET_MISSING: &str = "KeySecretMissing";
     /// The operator key Secret exists but holds no valid key.
     pub const KEY_SECRET_INVALID: &str = "KeySecretInvalid";
     /// A Secret with the operator key's name exists but is not this server's.
@@ -57,6 +55,66 @@ pub mod reasons {
     pub const RESOURCE_NOT_OWNED: &str = "ResourceNotOwned";
     /// A write to the Kubernetes API failed; for the actor to use with the error's text.
     pub const APPLY_FAILED: &str = "ApplyFailed";
+    /// A Secret the spec names (database password, ntfy token, OIDC client secret, Zalando
+    /// credentials) does not exist.
+    pub const SECRET_NOT_FOUND: &str = "SecretNotFound";
+    /// A Secret the spec names exists without the key it names.
+    pub const SECRET_KEY_NOT_FOUND: &str = "SecretKeyNotFound";
+
+    /// Reasons that wait on something no watch of the operator reports (a Secret or object it
+    /// does not watch, a CRD, another controller's object): the pass is retried with a
+    /// growing delay while one holds, and a Warning goes out when one starts.
+    pub const POLLED: [&str; 8] = [
+        RESOURCE_NOT_OWNED,
+        KEY_SECRET_NOT_OWNED,
+        KEY_SECRET_INVALID,
+        SECRET_NOT_FOUND,
+        SECRET_KEY_NOT_FOUND,
+        DATABASE_CLUSTER_NOT_FOUND,
+        POSTGRES_OPERATOR_NOT_INSTALLED,
+        DATABASE_CLUSTER_NOT_RUNNING,
+    ];
+
+    /// Not-ready reasons someone has to act on: a Warning Event goes out when the Ready
+    /// reason changes to one of them (once per streak). `Progressing`, `RollingOut` and
+    /// `ScaledToZero` are expected states and only show in the condition.
+    pub const ANNOUNCED: [&str; 12] = [
+        RESOURCE_NOT_OWNED,
+        KEY_SECRET_NOT_OWNED,
+        KEY_SECRET_INVALID,
+        SECRET_NOT_FOUND,
+        SECRET_KEY_NOT_FOUND,
+        DATABASE_CLUSTER_NOT_FOUND,
+        POSTGRES_OPERATOR_NOT_INSTALLED,
+        DATABASE_CLUSTER_NOT_RUNNING,
+        APPLY_FAILED,
+        ROLLOUT_STALLED,
+        REPLICA_FAILURE,
+        INVALID_SPEC,
+    ];
+}
+
+/// The `KeyAccepted` condition: whether the running server accepts the operator key (a
+/// `whoami` after each pass; DESIGN §6). One place that says why a server's teams wait.
+pub mod key_accepted {
+    pub const TYPE: &str = "KeyAccepted";
+    /// `whoami` answered as the operator account.
+    pub const ACCEPTED: &str = "Accepted";
+    /// The server answered 401: it was seeded with another key (pods not rolled yet, or a
+    /// server that does not read `TERDUT_OPERATOR_KEY`).
+    pub const KEY_REJECTED: &str = "KeyRejected";
+    /// No answer (no pod serving yet, the Service unreachable, a 5xx).
+    pub const UNREACHABLE: &str = "Unreachable";
+    /// No key or client to ask with yet.
+    pub const NO_KEY: &str = "NoKey";
+}
+
+/// The `PodSecurity` condition: whether the generated pods meet the `restricted` Pod Security
+/// level, and if not, which fields of the spec break it (`super::pod_security`).
+pub mod pod_security {
+    pub const TYPE: &str = "PodSecurity";
+    pub const RESTRICTED: &str = "Restricted";
+    pub const BREAKS_RESTRICTED: &str = "BreaksRestricted";
 }
 
 /// What the Deployment's status says, as far as Ready is concerned.
@@ -123,6 +181,8 @@ pub struct StatusInputs<'a> {
     /// The key Secret as it is after this pass (a Secret the pass created counts as present).
     pub key: &'a KeySecretState,
     pub database: &'a DatabaseOutcome,
+    /// The first Secret the spec names that is missing, as (reason, message).
+    pub missing_reference: Option<(&'static str, &'a str)>,
     /// `None`: no Deployment in the cache yet.
     pub deployment: Option<&'a DeploymentObservation>,
     pub teams: TeamCounts,
@@ -132,6 +192,10 @@ pub struct StatusInputs<'a> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DesiredStatus {
     pub ready: DesiredCondition,
+    /// `PodSecurity`, when the pass built a Deployment; `None` leaves it as it is.
+    pub pod_security: Option<DesiredCondition>,
+    /// `KeyAccepted`, set by the actor after asking the server; `None` leaves it as it is.
+    pub key_accepted: Option<DesiredCondition>,
     pub observed_generation: Option<i64>,
     pub credentials_secret_ref: Option<SecretKeyRef>,
     pub teams: TeamCounts,
@@ -148,6 +212,8 @@ pub fn desired_status(i: &StatusInputs<'_>) -> DesiredStatus {
         });
     DesiredStatus {
         ready: DesiredCondition::ready(status, reason, message).at_generation(i.generation),
+        pod_security: None,
+        key_accepted: None,
         observed_generation: i.generation,
         credentials_secret_ref,
         teams: i.teams.clone(),
@@ -163,11 +229,13 @@ fn ready(i: &StatusInputs<'_>) -> (bool, &'static str, String) {
     }
     match i.key {
         KeySecretState::Present(_) => {}
+        // The pass creates a missing key Secret (the plan then counts it as present); this is
+        // only what a plan that did not get that far says.
         KeySecretState::Missing => {
             return (
                 false,
-                KEY_SECRET_MISSING,
-                format!("Secret {key_name} is missing and could not be created; see Events"),
+                PROGRESSING,
+                format!("Secret {key_name} with the operator key is being created"),
             );
         }
         KeySecretState::Invalid => {
@@ -205,6 +273,9 @@ fn ready(i: &StatusInputs<'_>) -> (bool, &'static str, String) {
         DatabaseOutcome::Blocked(issue) => return (false, issue.reason, issue.message.clone()),
         DatabaseOutcome::Wired { pending, .. } => pending.as_ref(),
     };
+    if let Some((reason, message)) = i.missing_reference {
+        return (false, reason, message.to_owned());
+    }
     if i.replicas == 0 {
         return (
             false,
@@ -224,10 +295,12 @@ fn ready(i: &StatusInputs<'_>) -> (bool, &'static str, String) {
         return if d.rollout_complete(i.replicas) {
             (true, READY, avail)
         } else if let Some(m) = &d.stalled {
+            // Still serving from the old pods, but the new spec will not roll out by itself:
+            // something to act on, so not Ready (docs/runbook-server.md).
             (
-                true,
+                false,
                 ROLLOUT_STALLED,
-                format!("{avail}; rollout stalled: {m}"),
+                format!("{avail}, but the rollout stalled: {m}"),
             )
         } else {
             (true, ROLLING_OUT, format!("{avail}; rollout in progress"))
@@ -261,7 +334,13 @@ pub fn status_patch(
     now: Time,
 ) -> Option<serde_json::Value> {
     let mut conditions = current.map(|s| s.conditions.clone()).unwrap_or_default();
-    set_condition(&mut conditions, desired.ready.clone(), now);
+    set_condition(&mut conditions, desired.ready.clone(), now.clone());
+    for extra in [&desired.pod_security, &desired.key_accepted]
+        .into_iter()
+        .flatten()
+    {
+        set_condition(&mut conditions, extra.clone(), now.clone());
+    }
     let next = TerdutServerStatus {
         conditions,
         observed_generation: desired.observed_generation,
@@ -346,6 +425,7 @@ mod tests {
             foreign_object: None,
             key,
             database: db,
+            missing_reference: None,
             deployment: d,
             teams: TeamCounts {
                 accepted: 2,
@@ -418,7 +498,7 @@ mod tests {
     #[test]
     fn key_problems_come_first_and_hide_the_credentials_ref() {
         for (key, want) in [
-            (KeySecretState::Missing, "KeySecretMissing"),
+            (KeySecretState::Missing, "Progressing"),
             (KeySecretState::Invalid, "KeySecretInvalid"),
             (KeySecretState::NotOwned, "KeySecretNotOwned"),
         ] {
@@ -442,6 +522,12 @@ mod tests {
             reason(&decide(&present(), &wired(), Some(&d))),
             (false, "RolloutStalled")
         );
+        // Stalled while old pods still serve: not Ready either (the runbook's reading).
+        let mut serving = obs(1, 1, 3);
+        serving.stalled = Some("exceeded its progress deadline".into());
+        let s = decide(&present(), &wired(), Some(&serving));
+        assert_eq!(reason(&s), (false, "RolloutStalled"));
+        assert!(s.ready.message.contains("1 of 2 pods available"));
         let s = desired_status(&StatusInputs {
             server_name: "terdut",
             generation: Some(1),
@@ -450,6 +536,7 @@ mod tests {
             foreign_object: None,
             key: &present(),
             database: &wired(),
+            missing_reference: None,
             deployment: Some(&obs(0, 0, 0)),
             teams: TeamCounts::default(),
         });
@@ -464,11 +551,33 @@ mod tests {
                 foreign_object: None,
                 key: &present(),
                 database: &wired(),
+                missing_reference: None,
                 deployment: None,
                 teams: TeamCounts::default(),
             }
         });
         assert_eq!(reason(&s), (false, "InvalidSpec"));
+    }
+
+    #[test]
+    fn a_missing_referenced_secret_is_named_after_the_database() {
+        let s = desired_status(&StatusInputs {
+            missing_reference: Some((reasons::SECRET_NOT_FOUND, "Secret db does not exist")),
+            ..StatusInputs {
+                server_name: "terdut",
+                generation: Some(1),
+                replicas: 1,
+                name_error: None,
+                foreign_object: None,
+                key: &present(),
+                database: &wired(),
+                missing_reference: None,
+                deployment: None,
+                teams: TeamCounts::default(),
+            }
+        });
+        assert_eq!(reason(&s), (false, "SecretNotFound"));
+        assert_eq!(s.ready.message, "Secret db does not exist");
     }
 
     #[test]

@@ -14,6 +14,8 @@ pub enum SpecWarning {
     EnvDuplicate { name: String },
     /// `spec.pod.annotations` sets an annotation the operator manages; the operator's value wins.
     AnnotationReserved { key: String },
+    /// The spec makes the pods break the `restricted` Pod Security level (applied anyway).
+    BreaksRestricted { fields: Vec<String> },
 }
 
 impl SpecWarning {
@@ -23,6 +25,7 @@ impl SpecWarning {
             Self::EnvReserved { .. } => "ExtraEnvIgnored",
             Self::EnvDuplicate { .. } => "ExtraEnvDuplicate",
             Self::AnnotationReserved { .. } => "PodAnnotationIgnored",
+            Self::BreaksRestricted { .. } => "PodSecurityBreaksRestricted",
         }
     }
 }
@@ -43,6 +46,12 @@ impl fmt::Display for SpecWarning {
                 f,
                 "spec.pod.annotations sets {key}, which the operator manages; the operator's \
                  value is used"
+            ),
+            Self::BreaksRestricted { fields } => write!(
+                f,
+                "the terdut-server pods break the restricted Pod Security level: {}; a namespace \
+                 enforcing it refuses them (ReplicaFailure)",
+                fields.join("; ")
             ),
         }
     }

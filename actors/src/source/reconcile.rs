@@ -21,7 +21,7 @@ use super::cleanup::{Cleanup, cleanup};
 use super::execute::{self, Executed, Target};
 use super::names::{ANNOTATION_ROTATE, ANNOTATION_ROTATED_FOR, secret_name, validate_source_name};
 use super::observe::{self, Read};
-use super::plan::{Blocker, Desired, Inputs, integration_kind, plan};
+use super::plan::{Blocker, Desired, Inputs, ServerView, integration_kind, plan};
 use super::resolve::{Access, Granted, access};
 use super::status::{Outcome, desired_status, status_patch};
 use crate::context::Ctx;
@@ -43,6 +43,9 @@ pub struct SourceMemory {
     pub waits: u32,
     /// The status this runtime last wrote (see `team::reconcile::stale_but_equal`).
     pub written: Option<TerdutAlertSourceStatus>,
+    /// The integration the last Ready pass ended with: finding it gone means the server lost
+    /// its data (see `observe::server`).
+    pub integration_id: Option<crate::api::Id>,
 }
 
 /// What a pass asks for next.
@@ -119,10 +122,10 @@ impl SourceReconciler {
         if source.metadata.deletion_timestamp.is_some() {
             return self.delete_pass(source, memory).await;
         }
-        let (outcome, result) = match self.converge(source).await {
+        let (outcome, result) = match self.converge(source, memory.integration_id).await {
             Ok(outcome) => {
                 let next = match outcome {
-                    Outcome::WaitingForServer { .. } => Next::Wait,
+                    Outcome::WaitingForServer { .. } | Outcome::TeamUnverified { .. } => Next::Wait,
                     _ => Next::Resync,
                 };
                 (outcome, Ok(next))
@@ -135,20 +138,31 @@ impl SourceReconciler {
                 Err(e),
             ),
         };
+        memory.integration_id = match &outcome {
+            Outcome::Ready { id, .. } => Some(*id),
+            _ => memory.integration_id,
+        };
         self.announce_block(source, &outcome).await;
         self.write_status(source, &outcome, memory).await?;
         result
     }
 
     /// Everything but the status write.
-    async fn converge(&self, source: &TerdutAlertSource) -> Result<Outcome, ReconcileError> {
+    /// `remembered`: the integration the last Ready pass of this runtime ended with.
+    async fn converge(
+        &self,
+        source: &TerdutAlertSource,
+        remembered: Option<crate::api::Id>,
+    ) -> Result<Outcome, ReconcileError> {
         let key = ObjectKey::of(source);
         if let Err(m) = validate_source_name(&key.name) {
             return Ok(Outcome::InvalidSpec(m));
         }
         let team_name = source.spec.team_ref.name.clone();
         let Granted {
-            client, team_id, ..
+            client,
+            team_id,
+            server,
         } = match access(&self.ctx, source).await? {
             Access::Granted(g) => g,
             Access::Denied(outcome) => return Ok(outcome),
@@ -167,6 +181,14 @@ impl SourceReconciler {
             observe::secret(&self.ctx, &key.namespace, &secret_name, &uid, Read::Cache).await?;
         let mut server_view =
             observe::server(&self.ctx, source, &client, team_id, &secret.view, status_id).await?;
+        // The integration this runtime itself last had Ready is gone: the server lost its data
+        // (docs/design.md §5), so every team and source of it looks now.
+        if let ServerView::Gone(id) = &server_view
+            && remembered == Some(*id)
+            && let Some(hooks) = self.ctx.on_server.get()
+        {
+            hooks.data_lost(&server);
+        }
         let first = plan(&Inputs {
             desired,
             status_id,

@@ -159,7 +159,7 @@ pub async fn access(ctx: &Ctx, source: &TerdutAlertSource) -> Result<Access, Rec
             team_id,
             server,
         })),
-        TeamCheck::NotOurs(detail) => Ok(Access::Denied(Outcome::WaitingForTeam {
+        TeamCheck::NotOurs(detail) => Ok(Access::Denied(Outcome::TeamUnverified {
             team: team_name,
             detail: format!("{detail}; waiting for the TerdutTeam's next pass to correct it"),
         })),

@@ -29,6 +29,14 @@ pub enum Outcome {
         team: String,
         detail: String,
     },
+    /// The team says Ready, but the server does not confirm its `teamID` (stale after a data
+    /// loss, or forged): waiting for the team's next pass, which may not change anything a
+    /// watch would carry here (a recreated team can get its old id back), so it is looked at
+    /// again with backoff. Same reason as [`Outcome::WaitingForTeam`].
+    TeamUnverified {
+        team: String,
+        detail: String,
+    },
     WaitingForServer {
         detail: String,
     },
@@ -93,6 +101,12 @@ pub fn desired_status(outcome: &Outcome, generation: Option<i64>, secret: &str) 
             false,
             WAITING_FOR_TEAM,
             format!("TerdutTeam {team} is not Ready yet: {detail}"),
+            None,
+        ),
+        Outcome::TeamUnverified { team, detail } => (
+            false,
+            WAITING_FOR_TEAM,
+            format!("TerdutTeam {team} is not usable yet: {detail}"),
             None,
         ),
         Outcome::WaitingForServer { detail } => (false, WAITING_FOR_SERVER, detail.clone(), None),

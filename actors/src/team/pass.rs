@@ -80,6 +80,16 @@ pub async fn converge(
         },
         None => None,
     };
+    // The team this actor itself last converged is gone: the server lost its data (a restored
+    // backup, a reset database), so every team and source of it must look now, not at their
+    // resyncs. Only an id the actor remembers counts: a status is the tenant's to write.
+    if known.is_none()
+        && team_id.is_some()
+        && team_id == remembered
+        && let Some(hooks) = ctx.on_server.get()
+    {
+        hooks.data_lost(&server);
+    }
     let observed = match known {
         Some(o) => o,
         // `team_id`, if any, names no team of ours any more: it was deleted on the server.

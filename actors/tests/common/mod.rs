@@ -212,3 +212,20 @@ pub fn zalando_crd()
     }))
     .unwrap()
 }
+
+/// Creates an Opaque Secret `name` in `ns` with `data` (for the Secrets a spec names).
+pub async fn create_secret(client: &kube::Client, ns: &str, name: &str, data: &[(&str, &str)]) {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::{Api, PostParams};
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name},
+        "stringData": data.iter().map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
+            .collect::<serde_json::Map<_, _>>(),
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+}
