@@ -4,7 +4,8 @@
 # running until Ctrl-C (or returns at once under CI=true).
 RUN_NAME=demo
 source "$(dirname "$0")/local-up.sh"
-KEEP=1 STANDIN_MODE=local python3 e2e/scenario.py &
+cargo build -q -p terdut-e2e
+"$TARGET_BIN/terdut-e2e" local --keep &
 SCENARIO=$!
 PIDS+=($SCENARIO)
 # Show the objects converging.
@@ -20,7 +21,8 @@ done
 echo
 echo "Everything above is live. The TerdutServer itself stays Ready=False/Progressing here:"
 echo "this control plane has no kubelet, so its Deployment never gets a pod; the stand-in"
-echo "terdut-server on 127.0.0.1:8080 plays the server's part. On a real cluster it turns Ready."
+echo "terdut-server on 127.0.0.1:8080 plays the server's part. On a real cluster it turns Ready:"
+echo "\`just node-demo\` runs all of it in pods (docs/node.md)."
 echo "Look around:"
 echo "  export KUBECONFIG=$KUBECONFIG"
 echo "  $KUBECTL get terdut -A"

@@ -1,0 +1,91 @@
+//! `terdut-e2e`: the end-to-end scenario of docs/examples, one runner for every place it runs
+//! (docs/node.md):
+//! - `local` (`just e2e-local`, `just demo`): the local control plane from e2e/local-up.sh,
+//!   the operator as a process, the stand-in started here; needs KUBECONFIG, KUBECTL,
+//!   STANDIN_BIN, optionally METRICS_URL, PROMTOOL, STANDIN_LOG.
+//! - `node` (`just e2e-node`): this machine's single-node cluster, started here; the images
+//!   from e2e/images/build.sh (`--images`).
+//! - `kind` (`just e2e`): the current kubectl context, a kind cluster with the images loaded.
+//!
+//! `--keep` stops after the golden path and leaves everything running until Ctrl-C.
+//! Exit status 1 when any check failed.
+
+mod checks;
+mod cluster;
+mod examples;
+mod golden;
+mod kind;
+mod kubectl;
+mod local;
+mod metrics;
+mod node;
+mod reach;
+mod run;
+mod wait;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::checks::log;
+use crate::kubectl::Kubectl;
+use crate::reach::Reach;
+use crate::run::{Mode, Run};
+
+#[derive(Debug, Parser)]
+#[command(about = "The e2e scenario of docs/examples (local, node or kind)")]
+struct Args {
+    #[arg(value_enum)]
+    mode: Mode,
+    /// Stop after the golden path and keep everything running until Ctrl-C.
+    #[arg(long, env = "KEEP")]
+    keep: bool,
+    /// node: the folder of image tars (e2e/images/build.sh prints it).
+    #[arg(long, env = "IMAGES_DIR")]
+    images: Option<PathBuf>,
+}
+
+async fn local(keep: bool) -> anyhow::Result<u32> {
+    let kubectl = Kubectl {
+        bin: std::env::var_os("KUBECTL").map_or_else(|| "kubectl".into(), PathBuf::from),
+        kubeconfig: std::env::var_os("KUBECONFIG").map(PathBuf::from),
+    };
+    let metrics = std::env::var("METRICS_URL").ok();
+    let reach = Reach::Loopback {
+        server: std::env::var("ADMIN_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".into()),
+        metrics: metrics.clone().unwrap_or_default(),
+    };
+    let mut run = Run::new(Mode::Local, kube::Config::infer().await?, kubectl, reach)?;
+    run.promtool = std::env::var_os("PROMTOOL")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from);
+    let standin = local::scenario(&run, metrics.as_deref(), keep).await?;
+    println!("e2e: {}", run.checks.summary());
+    if let Some(standin) = standin {
+        // The demo keeps the stand-in running until the caller stops this process.
+        standin.wait();
+    }
+    Ok(run.checks.failed())
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    let result = match args.mode {
+        Mode::Local => local(args.keep).await,
+        Mode::Node => {
+            let dir = args.images.unwrap_or_else(|| PathBuf::from(".tmp/images"));
+            node::main(&dir, args.keep).await
+        }
+        Mode::Kind => kind::main(args.keep).await,
+    };
+    match result {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::FAILURE,
+        Err(e) => {
+            log(&format!("ERROR {e:#}"));
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! `just e2e-node`: the scenario on this machine's single-node cluster (docs/node.md), with
+//! the images e2e/images/build.sh saved, imported into the node's containerd.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use terdut_testenv::{NodeCluster, NodeOptions, tool};
+
+use crate::checks::log;
+use crate::cluster::helm::{Helm, NAMESPACE};
+use crate::cluster::{self, Images};
+use crate::kubectl::Kubectl;
+use crate::reach::Reach;
+use crate::run::{Mode, Run};
+
+/// Every `*.tar` in `dir`.
+fn tars(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut tars: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {} (run e2e/images/build.sh)", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "tar"))
+        .collect();
+    tars.sort();
+    Ok(tars)
+}
+
+pub async fn main(images_dir: &Path, keep: bool) -> anyhow::Result<u32> {
+    let started = std::time::Instant::now();
+    let cluster = NodeCluster::start(NodeOptions {
+        images: tars(images_dir)?,
+    })
+    .await?;
+    log(&format!(
+        "node cluster up in {:.1?} (node logs: {})",
+        started.elapsed(),
+        cluster.dir().join("logs").display()
+    ));
+    let kubeconfig = cluster.control_plane().kubeconfig().to_path_buf();
+    let kubectl = Kubectl {
+        bin: tool("kubectl")?,
+        kubeconfig: Some(kubeconfig.clone()),
+    };
+    let helm = Helm {
+        bin: tool("helm")?,
+        kubeconfig: Some(kubeconfig.clone()),
+    };
+    let config = Run::config_of(&kubeconfig).await?;
+    let mut run = Run::new(Mode::Node, config, kubectl.clone(), Reach::Routed)?;
+    run.promtool = tool("promtool").ok();
+    let images = Images {
+        operator: "terdut-operator:e2e".into(),
+        standin: "terdut-standin:e2e".into(),
+        prometheus: "terdut-prometheus:e2e".into(),
+        pull_policy: "Never".into(),
+    };
+    let result = cluster::scenario(&run, &helm, &images, keep).await;
+    if result.is_err() || run.checks.failed() > 0 {
+        operator_logs(&kubectl);
+    }
+    // Debugging a failure: E2E_HOLD=1 keeps the cluster up until Ctrl-C.
+    let hold =
+        std::env::var_os("E2E_HOLD").is_some() && (result.is_err() || run.checks.failed() > 0);
+    if hold || (keep && result.is_ok()) {
+        look_around(&cluster, &kubeconfig);
+        tokio::signal::ctrl_c().await?;
+    }
+    let failed = run.checks.failed();
+    log(&format!(
+        "node e2e: {} ({:.0?} in all)",
+        run.checks.summary(),
+        started.elapsed()
+    ));
+    cluster.stop();
+    result.map(|()| failed)
+}
+
+/// The operator pods' last lines, for a failed run.
+fn operator_logs(kubectl: &Kubectl) {
+    let out = kubectl.run(&[
+        "logs",
+        "-n",
+        NAMESPACE,
+        "-l",
+        "app.kubernetes.io/name=terdut-operator",
+        "--prefix",
+        "--tail=40",
+    ]);
+    println!(
+        "--- operator pods' logs (tail)\n{}",
+        out.unwrap_or_else(|e| format!("{e:#}"))
+    );
+}
+
+fn look_around(cluster: &NodeCluster, kubeconfig: &Path) {
+    let kubectl = tool("kubectl")
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let l = cluster.layout();
+    println!(
+        "\nThe operator runs in pods on node {node} ({ip}); everything above is live. Look around:
+  export KUBECONFIG={kc}
+  {kubectl} get pods -A -o wide
+  {kubectl} get terdut -A
+  {kubectl} -n terdut-system logs -l app.kubernetes.io/name=terdut-operator --prefix --tail=20
+  curl -s http://$({kubectl} -n platform-oncall get svc terdut -o jsonpath='{{.spec.clusterIP}}'):8080/admin/state
+Pods are in {pods}, Services in {svcs} (routed from this host); node logs: {logs}
+Stop: press Ctrl-C.",
+        node = terdut_testenv::NODE_NAME,
+        ip = l.node_ip,
+        kc = kubeconfig.display(),
+        pods = l.pod_cidr,
+        svcs = l.service_cidr,
+        logs = cluster.dir().join("logs").display(),
+    );
+}
