@@ -63,13 +63,36 @@ fuzz SCALE="25":
 demo: tools
     bash e2e/demo.sh
 
-# The e2e scenario on kind (needs Docker, kind, helm, kubectl; not runnable on CI here).
+# Not runnable on CI here (kind's node image comes from a registry): `just e2e-node` is.
+# The e2e scenario on a kind cluster (needs Docker, kind, helm, kubectl).
 e2e:
     bash e2e/e2e-kind.sh
 
-# The e2e scenario against the local control plane (what CI runs).
+# The e2e scenario against the local control plane, operator and stand-in as processes.
 e2e-local: tools
     bash e2e/e2e-local.sh
+
+# kubelet, kube-proxy, kube-scheduler, containerd, runc, CoreDNS, Prometheus, pause (cached).
+# Build what a single-node cluster adds to the control plane (docs/node.md).
+node: tools
+    bash e2e/control-plane/build.sh node
+
+# Bases assembled from Debian's packages (BASES=public for the public ones); saved as tars.
+# Build the operator, stand-in and Prometheus images from the project's Dockerfiles, offline.
+images:
+    bash e2e/images/build.sh
+
+# helm install of the image built here on a single-node cluster of this machine, the golden
+# path through Service DNS, key rotation, disruption budgets, leader failover, a rolling
+# restart, a real Prometheus (docs/node.md; ~1 min once built).
+# The e2e scenario in pods, as a user runs it.
+e2e-node: node
+    bash e2e/e2e-node.sh
+
+# e2e-node's golden path, then everything stays up until Ctrl-C.
+# The operator running in pods on this machine.
+node-demo: node
+    KEEP=1 bash e2e/e2e-node.sh
 
 # Operator SIGKILLs, stand-in and kube-apiserver restarts, stand-in faults, a conflicting kube
 # writer and two replicas with the leader killed, while 40 teams and sources converge and

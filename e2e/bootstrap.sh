@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Entry point for a fresh machine: installs what the project needs that the machine may lack
-# (just, openssl, the pinned Kubernetes binaries via `just control-plane`), then runs
-# `just <args>`. Used by README's two commands and by .ci/run.
+# (just, openssl, cargo-deny, and for the recipes that run pods Debian's container engine and
+# node packages), then runs `just <args>`. Used by README's commands and by .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +19,23 @@ if ! command -v cargo-deny >/dev/null 2>&1; then
   echo "[bootstrap] installing cargo-deny 0.20.2 (cargo install, ~6 minutes once)" >&2
   cargo install cargo-deny --version 0.20.2 --locked --quiet
 fi
+# The single-node cluster and the images (docs/node.md): Debian's container engine (dockerd
+# builds the images), iptables for kube-proxy, the CNI plugins, libseccomp for runc's seccomp
+# filter, debootstrap for the offline builder image. ~20 s once.
+case " $* " in
+  *" test "*|*" e2e-node "*|*" node-demo "*|*" images "*|*" node "*)
+    pkgs=()
+    command -v dockerd >/dev/null 2>&1 || pkgs+=(docker.io)
+    command -v iptables >/dev/null 2>&1 || pkgs+=(iptables)
+    command -v conntrack >/dev/null 2>&1 || pkgs+=(conntrack)
+    command -v debootstrap >/dev/null 2>&1 || pkgs+=(debootstrap)
+    [ -x /usr/lib/cni/bridge ] || pkgs+=(containernetworking-plugins)
+    pkg-config --exists libseccomp 2>/dev/null || pkgs+=(libseccomp-dev pkg-config)
+    if [ "${#pkgs[@]}" -gt 0 ]; then
+      echo "[bootstrap] installing ${pkgs[*]}" >&2
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
+    fi ;;
+esac
 for tool in cargo go; do
   command -v "$tool" >/dev/null 2>&1 || { echo "[bootstrap] $tool is required" >&2; exit 1; }
 done

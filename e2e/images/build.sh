@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `just images`: builds the operator and stand-in images from the project's Dockerfiles and
 # saves each as a tar (for containerd or kind to import), in the cache:
-#   terdut-operator:e2e, terdut-standin:e2e (STANDIN_ADMIN=1), registry.k8s.io/pause:3.10.1
+#   terdut-operator:e2e, terdut-standin:e2e (STANDIN_ADMIN=1), terdut-prometheus:e2e and
+#   registry.k8s.io/pause:3.10.1
 # BASES=local (default) takes the base images e2e/images/bases.sh assembles from Debian's
 # packages, so nothing is pulled; BASES=public uses the Dockerfiles' defaults (docker.io and
 # gcr.io). The build context is the working tree; SOURCE=HEAD builds the last commit instead
@@ -43,10 +44,23 @@ build() {
 build "terdut-operator:$TAG"
 build "terdut-standin:$TAG" -f e2e/standin/Dockerfile --build-arg STANDIN_ADMIN=1
 
+# Prometheus for the scenario's scrape checks, from the pinned module (a static Go binary).
+PROM_CTX=$(mktemp -d)
+cp "$(bash e2e/control-plane/build.sh prometheus)/prometheus" "$PROM_CTX/"
+prom_args=()
+[ "${BASES:-local}" = local ] && prom_args=(--build-arg "RUNTIME=$RUNTIME")
+t0=$SECONDS
+"$DOCKER" build -q "${prom_args[@]}" -f e2e/images/prometheus/Dockerfile -t "terdut-prometheus:$TAG" "$PROM_CTX" >/dev/null
+rm -rf "$PROM_CTX"
+log "terdut-prometheus:$TAG built in $((SECONDS - t0)) s"
+
 # Kubernetes' own pause container, from pause.c in the pinned module (e2e/control-plane/build.sh
 # pause): the sandbox image containerd is pinned to, imported instead of pulled.
+# kind brings its own (WITH_PAUSE=0).
 PAUSE=registry.k8s.io/pause:3.10.1
-if ! "$DOCKER" image inspect "$PAUSE" >/dev/null 2>&1; then
+refs=("terdut-operator:$TAG" "terdut-standin:$TAG" "terdut-prometheus:$TAG")
+[ "${WITH_PAUSE:-1}" = 1 ] && refs+=("$PAUSE")
+if [ "${WITH_PAUSE:-1}" = 1 ] && ! "$DOCKER" image inspect "$PAUSE" >/dev/null 2>&1; then
   BIN=$(bash e2e/control-plane/build.sh pause)
   tmp=$(mktemp -d)
   install -m 0755 "$BIN/pause" "$tmp/pause"
@@ -56,7 +70,7 @@ if ! "$DOCKER" image inspect "$PAUSE" >/dev/null 2>&1; then
 fi
 
 # A tar per image, rewritten only when the image changed (containerd imports them per run).
-for ref in "terdut-operator:$TAG" "terdut-standin:$TAG" "$PAUSE"; do
+for ref in "${refs[@]}"; do
   id=$("$DOCKER" image inspect -f '{{.Id}}' "$ref")
   tar="$OUT/$(echo "$ref" | tr '/:' '__').tar"
   if [ "$(cat "$tar.id" 2>/dev/null)" != "$id" ]; then

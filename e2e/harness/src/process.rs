@@ -341,6 +341,8 @@ pub(crate) async fn start(opts: Options) -> anyhow::Result<ControlPlane> {
             ),
             format!("--kubelet-client-key={}", node.kubelet_client_key.display()),
             format!("--kubelet-certificate-authority={}", node.ca_crt.display()),
+            // The node's name resolves nowhere; its InternalIP is where the kubelet listens.
+            "--kubelet-preferred-address-types=InternalIP".into(),
         ]),
     }
     let apiserver_log = logs.join("kube-apiserver.log");
