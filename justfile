@@ -43,12 +43,14 @@ sbom:
     python3 e2e/sbom.py
 
 # Every test, against a real kube-apiserver and the stand-in server, then the e2e scenario
-# and the bounded chaos run (docs/reliability.md).
+# (operator as a process, then in pods: docs/node.md) and the bounded chaos run
+# (docs/reliability.md).
 # Property tests run with a pinned seed so a verdict can be reproduced; `just fuzz` explores
 # with random seeds (docs/adr/0006-property-test-seeds.md).
 test: tools lint audit sbom
     PROPTEST_RNG_SEED=20261129 cargo test --workspace --no-fail-fast
     bash e2e/e2e-local.sh
+    bash e2e/e2e-node.sh
     bash e2e/chaos.sh
 
 # The property tests and fuzzers, SCALE times their cases, each with a fresh random seed:

@@ -7,7 +7,7 @@ package through normal and build dependencies (dev-dependencies are not shipped)
 purl, licence expression, SHA-256 from the registry and the dependency edges. The file is then
 checked: a component per reachable crate, no registry crate without a checksum or a licence.
 
-Usage: e2e/sbom.py [--package terdut-operator] [--platform x86_64-unknown-linux-musl] [--out F]
+Usage: e2e/sbom.py [--package terdut-operator] [--platform x86_64-unknown-linux-gnu] [--out F]
 Stdlib only.
 """
 import argparse
@@ -26,8 +26,8 @@ REGISTRY = "registry+https://github.com/rust-lang/crates.io-index"
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--package", default="terdut-operator", help="the binary's package")
-    # The release image is built for musl (Dockerfile); the graph differs per platform.
-    p.add_argument("--platform", default="x86_64-unknown-linux-musl")
+    # The release image's binary is glibc-dynamic (Dockerfile); the graph differs per platform.
+    p.add_argument("--platform", default="x86_64-unknown-linux-gnu")
     p.add_argument("--out", help="default: target/sbom/<package>.cdx.json")
     return p.parse_args()
 
