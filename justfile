@@ -5,6 +5,9 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 
 export CARGO_TERM_COLOR := "never"
 
+# Where `just test` collects the kube-apiserver audit logs of the operator's identities.
+audit_dir := justfile_directory() + "/target/audit"
+
 # The pinned Kubernetes binaries (see docs/adr/0002-control-plane-harness.md).
 bin := `bash e2e/control-plane/build.sh path 2>/dev/null`
 
@@ -48,10 +51,16 @@ sbom:
 # Property tests run with a pinned seed so a verdict can be reproduced; `just fuzz` explores
 # with random seeds (docs/adr/0006-property-test-seeds.md).
 test: tools lint audit sbom
-    PROPTEST_RNG_SEED=20261129 cargo test --workspace --no-fail-fast
-    bash e2e/e2e-local.sh
-    bash e2e/e2e-node.sh
-    bash e2e/chaos.sh
+    rm -rf {{audit_dir}} && mkdir -p {{audit_dir}}
+    TERDUT_AUDIT_DIR={{audit_dir}} PROPTEST_RNG_SEED=20261129 cargo test --workspace --no-fail-fast
+    TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/e2e-local.sh
+    TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/e2e-node.sh
+    TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/chaos.sh
+    just rbac-audit
+
+# Least privilege, measured: the chart's RBAC must grant exactly what the operator used in the audited `just test` run (docs/security.md).
+rbac-audit:
+    cargo run -q -p terdut-testenv --bin rbac-audit -- {{audit_dir}}
 
 # The property tests and fuzzers, SCALE times their cases, each with a fresh random seed:
 # the duration parser, the plans, the client's response handling, the stand-in's contract.

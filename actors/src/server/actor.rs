@@ -492,11 +492,7 @@ impl ServerActor {
             server.spec.networking.service_port,
         );
         let fingerprint = format!("{}@{url}", token.hash());
-        if state
-            .client
-            .as_ref()
-            .is_none_or(|(f, _)| *f != fingerprint)
-        {
+        if state.client.as_ref().is_none_or(|(f, _)| *f != fingerprint) {
             let config = ClientConfig::new(url, OperatorKey::new(token.expose()))
                 .request_timeout(self.ctx.config.api_timeout)
                 .metrics(self.ctx.api_metrics.clone());

@@ -18,37 +18,56 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
+{{/*
+The ServiceAccount the operator runs as. With serviceAccount.create=false a name is required:
+falling back to "default" would bind the operator's ClusterRole (Secrets in every namespace) to
+the account every pod of the release namespace gets.
+*/}}
 {{- define "terdut-operator.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create -}}
 {{- default (include "terdut-operator.fullname" .) .Values.serviceAccount.name -}}
 {{- else -}}
-{{- default "default" .Values.serviceAccount.name -}}
+{{- required "serviceAccount.create=false needs serviceAccount.name: the existing ServiceAccount the operator runs as (binding its rights to \"default\" would give them to every pod of the namespace)" .Values.serviceAccount.name -}}
 {{- end -}}
 {{- end -}}
 
-{{/* The rules the operator needs (DESIGN §9), shared by the ClusterRole and the Roles. */}}
+{{/*
+The rules the operator needs (docs/design.md §9), shared by the ClusterRole and the Roles:
+exactly the verbs its identity used in the project's test run, read from the kube-apiserver's
+audit log (`rbac-audit`, docs/security.md), plus what OwnerReferencesPermissionEnforcement
+checks inside a create or apply that sets ownerReferences (delete on the owned kinds, update on
+the owners' finalizers). Nothing is updated whole: writes are patches (server-side apply,
+merge patches of status and finalizers); the only update is of a webhook Secret the operator
+controls, when it rotates the key.
+*/}}
 {{- define "terdut-operator.rules" -}}
 - apiGroups: [terdut.ryuvia.com]
-  resources: [terdutservers, terdutteams, terdutalertsources]
-  verbs: [get, list, watch, patch, update]
+  resources: [terdutteams, terdutalertsources]
+  verbs: [get, list, watch, patch]
+- apiGroups: [terdut.ryuvia.com]
+  resources: [terdutservers]
+  verbs: [get, list, watch]
 - apiGroups: [terdut.ryuvia.com]
   resources: [terdutservers/status, terdutteams/status, terdutalertsources/status]
-  verbs: [get, patch, update]
+  verbs: [patch]
 - apiGroups: [terdut.ryuvia.com]
-  resources: [terdutteams/finalizers, terdutalertsources/finalizers, terdutservers/finalizers]
+  resources: [terdutservers/finalizers, terdutalertsources/finalizers]
   verbs: [update]
 - apiGroups: [apps]
   resources: [deployments]
-  verbs: [get, list, watch, create, update, patch, delete]
+  verbs: [get, list, watch, patch, delete]
 - apiGroups: [""]
-  resources: [services, secrets]
-  verbs: [get, list, watch, create, update, patch, delete]
+  resources: [services]
+  verbs: [get, list, watch, patch, delete]
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get, list, watch, create, update, delete]
 - apiGroups: [policy]
   resources: [poddisruptionbudgets]
-  verbs: [get, list, watch, create, update, patch, delete]
+  verbs: [get, list, watch, patch, delete]
 - apiGroups: [acid.zalan.do]
   resources: [postgresqls]
-  verbs: [get, list, watch]
+  verbs: [get]
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create, patch]

@@ -153,8 +153,12 @@ pub struct Verdict {
     pub used: BTreeMap<Permission, u64>,
     /// Used (and not refused) but granted by no rule: the chart would break the operator.
     pub missing: BTreeSet<Permission>,
-    /// Requests the API server refused with 403.
+    /// Requests the API server refused with 403 that no rule grants (refusals of a granted
+    /// permission happen while a restarted kube-apiserver's authorizer catches up, e.g. in
+    /// `just chaos`; they are counted in `transient`).
     pub refused: BTreeSet<Permission>,
+    /// Refused, but granted: the authorizer was not ready yet.
+    pub transient: BTreeSet<Permission>,
     /// Granted, never used, and not explained by [`IMPLIED`]: wider than needed.
     pub unused: BTreeSet<Permission>,
     /// A rule with `resourceNames` that a request outside those names used.
@@ -175,14 +179,18 @@ pub fn compare(requests: &[Request], grants: &[Grant]) -> Verdict {
     let mut v = Verdict::default();
     for r in requests {
         *v.used.entry(r.permission.clone()).or_default() += 1;
-        if r.code == Some(403) {
-            v.refused.insert(r.permission.clone());
-            continue;
-        }
         let matching: Vec<&Grant> = grants
             .iter()
             .filter(|g| g.permission == r.permission)
             .collect();
+        if r.code == Some(403) {
+            if matching.is_empty() {
+                v.refused.insert(r.permission.clone());
+            } else {
+                v.transient.insert(r.permission.clone());
+            }
+            continue;
+        }
         if matching.is_empty() {
             v.missing.insert(r.permission.clone());
         } else if matching.iter().all(|g| {
@@ -293,6 +301,11 @@ mod tests {
             code: Some(403),
             ..request("", "namespaces", "get", Some("x"))
         });
+        // Refused though granted: a restarting authorizer, not a finding.
+        bad.push(Request {
+            code: Some(403),
+            ..request("", "secrets", "get", Some("k"))
+        });
         let v = compare(&bad, &g);
         assert!(!v.is_exact());
         assert_eq!(
@@ -304,6 +317,10 @@ mod tests {
             BTreeSet::from([Permission::new("", "namespaces", "get")])
         );
         assert_eq!(v.outside_names.len(), 1);
-        assert_eq!(v.used[&Permission::new("", "secrets", "get")], 1);
+        assert_eq!(
+            v.transient,
+            BTreeSet::from([Permission::new("", "secrets", "get")])
+        );
+        assert_eq!(v.used[&Permission::new("", "secrets", "get")], 2);
     }
 }

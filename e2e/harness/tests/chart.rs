@@ -259,7 +259,7 @@ async fn namespaced_rbac_has_a_role_per_namespace_and_no_cluster_wide_secrets() 
     assert_eq!(
         rules,
         &vec![serde_json::json!({
-            "apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]
+            "apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]
         })]
     );
 
@@ -286,5 +286,205 @@ fn namespaced_rbac_without_watch_namespaces_fails_the_render() {
     assert!(
         !ok && out.contains("rbac.namespaced=true needs rbac.watchNamespaces"),
         "{out}"
+    );
+}
+
+#[test]
+fn an_existing_service_account_must_be_named() {
+    let chart = chart();
+    let (ok, out) = helm(&[
+        "template",
+        "t",
+        chart.to_str().unwrap(),
+        "--kube-version",
+        "1.37.2",
+        "--set",
+        "serviceAccount.create=false",
+    ]);
+    assert!(
+        !ok && out.contains("serviceAccount.create=false needs serviceAccount.name"),
+        "{out}"
+    );
+    let (ok, out) = helm(&[
+        "template",
+        "t",
+        chart.to_str().unwrap(),
+        "--kube-version",
+        "1.37.2",
+        "--set",
+        "serviceAccount.create=false",
+        "--set",
+        "serviceAccount.name=ops-terdut",
+    ]);
+    assert!(ok, "{out}");
+    assert!(out.contains("name: ops-terdut"), "{out}");
+    assert!(!out.contains("name: default\n"), "{out}");
+}
+
+/// Asks the authorizer whether `user` may `verb` the resource (`group`, `resource`, with an
+/// optional `/subresource`, and `name`) in `ns`.
+async fn allowed(
+    client: &kube::Client,
+    user: &str,
+    ns: &str,
+    (group, resource, verb, name): (&str, &str, &str, Option<&str>),
+) -> bool {
+    use k8s_openapi::api::authorization::v1::SubjectAccessReview;
+    let (resource, subresource) = match resource.split_once('/') {
+        Some((r, s)) => (r, Some(s)),
+        None => (resource, None),
+    };
+    let review: SubjectAccessReview = serde_json::from_value(serde_json::json!({
+        "spec": {
+            "user": user,
+            "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{ns}"),
+                       "system:authenticated"],
+            "resourceAttributes": {
+                "namespace": ns, "group": group, "resource": resource,
+                "subresource": subresource.unwrap_or_default(), "verb": verb,
+                "name": name.unwrap_or_default(),
+            },
+        }
+    }))
+    .unwrap();
+    let answer = kube::Api::<SubjectAccessReview>::all(client.clone())
+        .create(&Default::default(), &review)
+        .await
+        .unwrap();
+    answer.status.is_some_and(|s| s.allowed)
+}
+
+/// Least privilege (docs/security.md): the chart's ServiceAccount, impersonated against the
+/// real authorizer with the chart's RBAC applied, may do what the operator does (the audited
+/// set) and is refused what it never does, including every verb the chart used to grant.
+#[tokio::test]
+async fn the_chart_service_account_is_refused_what_the_operator_never_does() {
+    let cp = ControlPlane::shared().await.unwrap();
+    let client = cp.client().await.unwrap();
+    let ns = cp.namespace(&client, "least").await.unwrap();
+    let rendered = render(
+        &ns,
+        &[
+            "--show-only",
+            "templates/serviceaccount.yaml",
+            "--show-only",
+            "templates/rbac.yaml",
+        ],
+    );
+    let path = cp.dir().join(format!("rbac-{ns}.yaml"));
+    std::fs::write(&path, &rendered).unwrap();
+    let (ok, out) = cp
+        .kubectl(&["apply", "-n", &ns, "-f", path.to_str().unwrap()])
+        .unwrap();
+    assert!(ok, "{out}");
+    let user = format!("system:serviceaccount:{ns}:terdut-terdut-operator");
+    let t = "terdut.ryuvia.com";
+
+    for p in [
+        (t, "terdutteams", "patch", Some("x")),
+        (t, "terdutteams/status", "patch", Some("x")),
+        (t, "terdutalertsources", "get", Some("x")),
+        (t, "terdutservers", "watch", None),
+        (t, "terdutservers/status", "patch", Some("x")),
+        ("apps", "deployments", "patch", Some("x")),
+        ("", "services", "get", Some("x")),
+        ("", "secrets", "create", None),
+        ("", "secrets", "update", Some("x")),
+        ("policy", "poddisruptionbudgets", "delete", Some("x")),
+        ("acid.zalan.do", "postgresqls", "get", Some("x")),
+        ("events.k8s.io", "events", "patch", Some("x")),
+        ("", "namespaces", "list", None),
+        ("coordination.k8s.io", "leases", "create", None),
+        (
+            "coordination.k8s.io",
+            "leases",
+            "update",
+            Some("terdut-operator"),
+        ),
+    ] {
+        assert!(
+            allowed(&client, &user, &ns, p).await,
+            "{p:?} must be allowed"
+        );
+    }
+    for p in [
+        (t, "terdutteams", "update", Some("x")),
+        (t, "terdutteams", "delete", Some("x")),
+        (t, "terdutteams", "create", None),
+        (t, "terdutservers", "patch", Some("x")),
+        (t, "terdutservers", "update", Some("x")),
+        (t, "terdutservers/status", "update", Some("x")),
+        (t, "terdutteams/finalizers", "update", Some("x")),
+        ("apps", "deployments", "create", None),
+        ("apps", "deployments", "update", Some("x")),
+        ("", "services", "create", None),
+        ("", "services", "update", Some("x")),
+        ("", "secrets", "patch", Some("x")),
+        ("policy", "poddisruptionbudgets", "create", None),
+        ("policy", "poddisruptionbudgets", "update", Some("x")),
+        ("acid.zalan.do", "postgresqls", "list", None),
+        ("acid.zalan.do", "postgresqls", "watch", None),
+        ("", "namespaces", "get", Some("x")),
+        ("", "configmaps", "list", None),
+        ("", "pods", "create", None),
+        ("coordination.k8s.io", "leases", "list", None),
+        (
+            "coordination.k8s.io",
+            "leases",
+            "patch",
+            Some("terdut-operator"),
+        ),
+        (
+            "coordination.k8s.io",
+            "leases",
+            "update",
+            Some("another-lease"),
+        ),
+        (
+            "coordination.k8s.io",
+            "leases",
+            "get",
+            Some("another-lease"),
+        ),
+    ] {
+        assert!(
+            !allowed(&client, &user, &ns, p).await,
+            "{p:?} must be refused"
+        );
+    }
+
+    // And for real, impersonating the ServiceAccount: a dropped verb is refused with 403.
+    let kc = kube::config::Kubeconfig::read_from(cp.kubeconfig()).unwrap();
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    config.auth_info.impersonate = Some(user.clone());
+    config.auth_info.impersonate_groups = Some(vec![
+        "system:serviceaccounts".into(),
+        format!("system:serviceaccounts:{ns}"),
+    ]);
+    let sa = kube::Client::try_from(config).unwrap();
+    let cms = kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(sa.clone(), &ns);
+    let refused = cms.list(&Default::default()).await;
+    assert!(
+        matches!(&refused, Err(kube::Error::Api(e)) if e.code == 403),
+        "{refused:?}"
+    );
+    let deployments = kube::Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(sa, &ns);
+    let d: k8s_openapi::api::apps::v1::Deployment = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "x"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}},
+                 "template": {"metadata": {"labels": {"a": "b"}},
+                              "spec": {"containers": [{"name": "c", "image": "i"}]}}}
+    }))
+    .unwrap();
+    let refused = deployments.create(&Default::default(), &d).await;
+    assert!(
+        matches!(&refused, Err(kube::Error::Api(e)) if e.code == 403),
+        "create is not the operator's verb (it applies): {refused:?}"
+    );
+    assert!(
+        deployments.list(&Default::default()).await.is_ok(),
+        "list is"
     );
 }

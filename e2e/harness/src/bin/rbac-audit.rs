@@ -62,6 +62,10 @@ fn main() -> anyhow::Result<()> {
         verdict.refused.iter().map(ToString::to_string).collect(),
     );
     list(
+        "refused while granted (an authorizer catching up after a restart; not a finding)",
+        verdict.transient.iter().map(ToString::to_string).collect(),
+    );
+    list(
         "GRANTED BUT NEVER USED (wider than needed)",
         verdict.unused.iter().map(ToString::to_string).collect(),
     );
