@@ -9,7 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLUSTER=${KIND_CLUSTER:-terdut-e2e}
-for t in docker kind kubectl helm cargo go; do command -v "$t" >/dev/null || { echo "$t is required" >&2; exit 1; }; done
+for t in docker kubectl helm cargo go; do command -v "$t" >/dev/null || { echo "$t is required" >&2; exit 1; }; done
+# kind from PATH, else built from the Go module proxy into the cache.
+command -v kind >/dev/null || PATH="$(bash e2e/control-plane/build.sh kind):$PATH"
 
 kind create cluster --name "$CLUSTER" --config e2e/kind/cluster.yaml ${KIND_NODE_IMAGE:+--image "$KIND_NODE_IMAGE"} --wait 120s
 trap 'kind delete cluster --name "$CLUSTER"' EXIT

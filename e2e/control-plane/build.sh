@@ -14,6 +14,7 @@ PROM_VERSION="${PROM_VERSION:-v0.316.0}"
 CONTAINERD_VERSION="${CONTAINERD_VERSION:-v2.4.2}"
 RUNC_VERSION="${RUNC_VERSION:-v1.3.3}"
 COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}"
+KIND_VERSION="${KIND_VERSION:-v0.33.0}"
 # The sandbox image Kubernetes v1.37 expects (kubeadm's constant); built from its pause.c.
 PAUSE_VERSION="${PAUSE_VERSION:-3.10.1}"
 CACHE="${TERDUT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/terdut-operator}"
@@ -158,6 +159,14 @@ build_prometheus() {
     -o "$BIN/prometheus" github.com/prometheus/prometheus/cmd/prometheus
 }
 
+# kind, for `just e2e` on machines that have Docker and reach kind's node image.
+build_kind() {
+  have kind && return 0
+  log "building kind $KIND_VERSION"
+  tool_module "kind-$KIND_VERSION" "sigs.k8s.io/kind@$KIND_VERSION"
+  go build -trimpath -ldflags "-s -w" -o "$BIN/kind" sigs.k8s.io/kind
+}
+
 # The pause container's binary, from pause.c inside the pinned kubernetes module.
 build_pause() {
   have pause && return 0
@@ -173,8 +182,8 @@ case "$what" in
   all) build_etcd; build_kube; build_helm; build_promtool ;;
   core) build_etcd; build_kube ;;
   node) build_kubelet; build_containerd; build_runc; build_coredns; build_prometheus; build_pause ;;
-  etcd|kube|helm|promtool|kubelet|containerd|runc|coredns|prometheus|pause) "build_$what" ;;
+  etcd|kube|helm|promtool|kubelet|containerd|runc|coredns|prometheus|pause|kind) "build_$what" ;;
   path) ;;
-  *) echo "usage: $0 [all|core|node|etcd|kube|helm|promtool|kubelet|containerd|runc|coredns|prometheus|pause|path]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|core|node|etcd|kube|helm|promtool|kubelet|containerd|runc|coredns|prometheus|pause|kind|path]" >&2; exit 2 ;;
 esac
 echo "$BIN"

@@ -24,16 +24,21 @@ if [ "${BASES:-local}" = local ]; then
   args=(--build-arg "BUILDER=$BUILDER" --build-arg "RUNTIME=$RUNTIME")
 fi
 
+# The last commit as a folder (a plain folder context: BuildKit keys COPY by content, so the
+# two builds share their build stage as they do from the working tree).
+CONTEXT=$PWD
+if [ "${SOURCE:-tree}" = HEAD ]; then
+  CONTEXT=$(mktemp -d)
+  trap 'rm -rf "$CONTEXT"' EXIT
+  git archive --format=tar HEAD | tar -x -C "$CONTEXT"
+fi
+
 # The build stage is shared (see Dockerfile): the second build reuses the first's.
 build() {
   local ref=$1; shift
   local t0=$SECONDS log="$CACHE/images/build-$(echo "$ref" | tr '/:' '__').log"
   local ok=0
-  if [ "${SOURCE:-tree}" = HEAD ]; then
-    git archive --format=tar HEAD | "$DOCKER" build --progress=plain "${args[@]}" "$@" -t "$ref" - > "$log" 2>&1 || ok=$?
-  else
-    "$DOCKER" build --progress=plain "${args[@]}" "$@" -t "$ref" . > "$log" 2>&1 || ok=$?
-  fi
+  (cd "$CONTEXT" && "$DOCKER" build --progress=plain "${args[@]}" "$@" -t "$ref" . > "$log" 2>&1) || ok=$?
   if [ "$ok" != 0 ]; then
     tail -30 "$log" >&2
     log "building $ref failed (log: $log)"
