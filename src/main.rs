@@ -24,6 +24,24 @@ async fn main() -> anyhow::Result<()> {
         cli.log_format.parse().map_err(anyhow::Error::msg)?,
         &cli.log_level,
     );
+    // Refused before anything connects: a URL template the DNS search path could complete
+    // would send every server's key to whoever answers that name (docs/security.md).
+    let config = OperatorConfig {
+        resync: cli.resync,
+        server_url_template: cli.server_url_template.clone(),
+        cluster_domain: cli.cluster_domain.clone(),
+        api_timeout: cli.api_timeout,
+        test_hooks: cli.test_hooks,
+        max_concurrent_passes: cli.max_concurrent_reconciles.into(),
+        watch_namespaces: cli
+            .watch_namespaces
+            .iter()
+            .map(|ns| ns.trim().to_owned())
+            .filter(|ns| !ns.is_empty())
+            .collect(),
+        ..OperatorConfig::default()
+    };
+    config.validate()?;
     terdut_actors::api::init_tls();
     let clients = KubeClients::from_config(kube::Config::infer().await?)?;
     let client = clients.watch.clone();
@@ -71,21 +89,7 @@ async fn main() -> anyhow::Result<()> {
     metrics.operator.set_leader(true);
 
     let opts = StartOptions {
-        config: OperatorConfig {
-            resync: cli.resync,
-            server_url_template: cli.server_url_template,
-            cluster_domain: cli.cluster_domain,
-            api_timeout: cli.api_timeout,
-            test_hooks: cli.test_hooks,
-            max_concurrent_passes: cli.max_concurrent_reconciles.into(),
-            watch_namespaces: cli
-                .watch_namespaces
-                .iter()
-                .map(|ns| ns.trim().to_owned())
-                .filter(|ns| !ns.is_empty())
-                .collect(),
-            ..OperatorConfig::default()
-        },
+        config,
         restart_policy: RestartPolicy::default(),
         clock: Arc::new(SystemClock),
         instance: cli.identity.clone(),

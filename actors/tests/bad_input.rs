@@ -29,6 +29,7 @@ const MISSING_PORT: u16 = 19732;
 const REJECTED_PORT: u16 = 19733;
 const RESET_PORT: u16 = 19734;
 const STATUS_DENIED_PORT: u16 = 19735;
+const APPLY_FAILED_PORT: u16 = 19736;
 
 /// `(status, reason, message)` of a TerdutServer condition.
 async fn condition(
@@ -446,48 +447,41 @@ async fn a_server_that_lost_its_data_gets_everything_back_at_once() {
 #[tokio::test]
 async fn a_refused_status_write_does_not_withhold_the_client_from_the_teams() {
     let (_cp, client, ns, _op) = setup("status-denied").await;
-    // Every status write of this TerdutServer is refused (a policy of the cluster's).
-    let policy = format!("deny-status-{ns}");
-    let vap: serde_json::Value = json!({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": policy},
-        "spec": {"failurePolicy": "Fail",
-            "matchConstraints": {"resourceRules": [{"apiGroups": ["terdut.ryuvia.com"],
-                "apiVersions": ["*"], "operations": ["UPDATE"],
-                "resources": ["terdutservers/status"]}]},
-            "validations": [{"expression": "false", "message": "status writes are refused here"}]},
-    });
-    let binding: serde_json::Value = json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": policy},
-        "spec": {"policyName": policy, "validationActions": ["Deny"],
-            "matchResources": {"namespaceSelector": {"matchLabels":
-                {"kubernetes.io/metadata.name": ns}}}},
-    });
-    let dynamic = |v: &serde_json::Value| -> kube::api::DynamicObject {
-        serde_json::from_value(v.clone()).unwrap()
-    };
-    let gvk = |kind: &str| {
-        kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
-            "admissionregistration.k8s.io",
-            "v1",
-            kind,
-        ))
-    };
-    Api::<kube::api::DynamicObject>::all_with(client.clone(), &gvk("ValidatingAdmissionPolicy"))
-        .create(&PostParams::default(), &dynamic(&vap))
+    // Every status write of a TerdutServer here is refused (a policy of the cluster's).
+    refuse(
+        &client,
+        &ns,
+        &format!("deny-status-{ns}"),
+        ("terdut.ryuvia.com", &["terdutservers/status"], &["UPDATE"]),
+        "false",
+        "status writes are refused here",
+    )
+    .await;
+    // Policies take effect a moment after they are made: wait until a status write is refused.
+    let servers: Api<TerdutServer> = Api::namespaced(client.clone(), &ns);
+    servers
+        .create(&PostParams::default(), &test_server("probe", 1))
         .await
         .unwrap();
-    Api::<kube::api::DynamicObject>::all_with(
-        client.clone(),
-        &gvk("ValidatingAdmissionPolicyBinding"),
-    )
-    .create(&PostParams::default(), &dynamic(&binding))
-    .await
-    .unwrap();
+    eventually("the policy in force", WAIT, || async {
+        servers
+            .patch_status(
+                "probe",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"observedGeneration": 1}})),
+            )
+            .await
+            .is_err()
+            .then_some(())
+    })
+    .await;
+    servers
+        .delete("probe", &DeleteParams::default())
+        .await
+        .unwrap();
 
     let _standin = common::server_with_standin(&client, &ns, "terdut", STATUS_DENIED_PORT).await;
+    let _ = &servers;
     let teams_api: Api<TerdutTeam> = Api::namespaced(client.clone(), &ns);
     teams_api
         .create(
@@ -502,4 +496,129 @@ async fn a_refused_status_write_does_not_withhold_the_client_from_the_teams() {
     let s = servers.get("terdut").await.unwrap();
     assert!(s.status.is_none(), "{:?}", s.status);
     assert!(s.name_any() == "terdut");
+}
+
+/// A ValidatingAdmissionPolicy of the cluster's, bound to namespace `ns`: refuses the
+/// `operations` on `resources` (of `group`) where `expression` is false, with `message`.
+async fn refuse(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    (group, resources, operations): (&str, &[&str], &[&str]),
+    expression: &str,
+    message: &str,
+) {
+    let gvk = |kind: &str| {
+        kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+            "admissionregistration.k8s.io",
+            "v1",
+            kind,
+        ))
+    };
+    let policy: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {"failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": [group], "apiVersions": ["*"],
+                "operations": operations, "resources": resources}]},
+            "validations": [{"expression": expression, "message": message}]},
+    }))
+    .unwrap();
+    let binding: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": {"matchLabels":
+                {"kubernetes.io/metadata.name": ns}}}},
+    }))
+    .unwrap();
+    Api::<kube::api::DynamicObject>::all_with(client.clone(), &gvk("ValidatingAdmissionPolicy"))
+        .create(&PostParams::default(), &policy)
+        .await
+        .unwrap();
+    Api::<kube::api::DynamicObject>::all_with(
+        client.clone(),
+        &gvk("ValidatingAdmissionPolicyBinding"),
+    )
+    .create(&PostParams::default(), &binding)
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn writes_the_cluster_refuses_are_apply_failed_with_its_message() {
+    let (_cp, client, ns, _op) = setup("apply-failed").await;
+    // The cluster's policies: no Deployment in this namespace, and no webhook Secret.
+    refuse(
+        &client,
+        &ns,
+        &format!("no-deployments-{ns}"),
+        ("apps", &["deployments"], &["CREATE", "UPDATE"]),
+        "false",
+        "Deployments are not allowed here",
+    )
+    .await;
+    refuse(
+        &client,
+        &ns,
+        &format!("no-webhook-secrets-{ns}"),
+        ("", &["secrets"], &["CREATE"]),
+        "!object.metadata.name.endsWith('-terdut-webhook')",
+        "webhook Secrets are not allowed here",
+    )
+    .await;
+    // Policies take effect a moment after they are made: wait until both refuse.
+    let dry = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let (d, _) = chart_objects(&ns);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    let probe: Secret =
+        serde_json::from_value(json!({"metadata": {"name": "probe-terdut-webhook"}})).unwrap();
+    eventually("the policies in force", WAIT, || async {
+        (deployments.create(&dry, &d).await.is_err() && secrets.create(&dry, &probe).await.is_err())
+            .then_some(())
+    })
+    .await;
+    let servers: Api<TerdutServer> = Api::namespaced(client.clone(), &ns);
+    let _standin = common::server_with_standin(&client, &ns, "terdut", APPLY_FAILED_PORT).await;
+    let (status, message) = wait_condition(&servers, "terdut", "Ready", "ApplyFailed", WAIT).await;
+    assert_eq!(status, "False");
+    assert!(
+        message.contains("Deployment") && message.contains("Deployments are not allowed here"),
+        "{message}"
+    );
+    sf::wait_event(&client, &ns, "terdut", "Warning", "ApplyFailed").await;
+
+    // Its team converges (the key and client need no Deployment); its alert source cannot
+    // store the key and says why.
+    let teams_api: Api<TerdutTeam> = Api::namespaced(client.clone(), &ns);
+    teams_api
+        .create(
+            &PostParams::default(),
+            &teams::team("t", json!({"name": "terdut"}), "T", json!({})),
+        )
+        .await
+        .unwrap();
+    teams::wait_reason(&teams_api, "t", "Ready").await;
+    sf::sources(&client, &ns)
+        .create(
+            &PostParams::default(),
+            &sf::source("am", "t", "alertmanager", "am"),
+        )
+        .await
+        .unwrap();
+    let s = sf::wait_reason(&client, &ns, "am", "ApplyFailed").await;
+    let c = s.status.unwrap().conditions;
+    let ready = c.iter().find(|c| c.type_ == "Ready").unwrap();
+    assert!(
+        ready
+            .message
+            .contains("webhook Secrets are not allowed here"),
+        "{}",
+        ready.message
+    );
 }
