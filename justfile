@@ -28,13 +28,20 @@ tools: control-plane
 crds:
     cargo run -q -p terdut-crds --bin crdgen -- chart/terdut-operator/crds
 
-# Formatting and lints (warnings are errors), and helm lint of the chart.
+# The chart's checks are e2e/chart/lint.sh: README freshness, helm-unittest, kube-score,
+# promtool on the alert rules, their unit tests and the dashboard's expressions.
+# Formatting and lints (warnings are errors), helm lint and the chart's checks.
 lint: tools
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
     {{bin}}/helm lint chart/terdut-operator
     {{bin}}/helm lint chart/terdut-operator -f chart/terdut-operator/ci/all-features-values.yaml
+    bash e2e/chart/lint.sh
     cargo deny check bans licenses sources
+
+# The kubectl-terdut archive and krew manifest with its checksum (target/krew/, docs/cli.md).
+krew:
+    bash cli/krew/package.sh
 
 # RustSec advisories, nothing ignored: fetched where github.com answers, else offline from a
 # local snapshot of the database (e2e/advisories.sh, docs/adr/0003-supply-chain.md).
