@@ -19,10 +19,11 @@ use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 use crate::api::ApiMetrics;
 use crate::clock::Clock;
 use crate::key::ObjectKey;
+use crate::kind::Written;
 use crate::runtime::events::EventPublisher;
 use crate::runtime::metrics::OperatorMetrics;
-use crate::server::actor::{Credentials, ServerMsg};
 use crate::stores::NamespacedStores;
+use crate::tree::server::ServerMsg;
 use crate::url_template;
 
 /// Operator settings (flags of the binary, see docs/configuration.md).
@@ -128,12 +129,9 @@ pub struct Inner {
     pub api_metrics: ApiMetrics,
     pub clock: Arc<dyn Clock>,
     pub config: OperatorConfig,
-    /// The running server actors, so children can ask theirs for credentials and consent.
+    /// The running server actors, so anything outside the tree (the benchmark's baselines)
+    /// can ask one for credentials and consent.
     pub servers: DashMap<ObjectKey, ActorRef<ServerMsg>>,
-    /// What each server actor last published for its children: its API client, or why they
-    /// must wait (e.g. the server rejects the key); read without queueing behind the actor's
-    /// passes (ADR 0004).
-    pub clients: DashMap<ObjectKey, Credentials>,
     /// Told when something about a server changed that its teams and alert sources must see
     /// at once (the wiring nudges them); unset: nobody is told.
     pub on_server: OnceLock<Box<dyn ServerEvents>>,
@@ -162,7 +160,7 @@ pub trait ServerEvents: Send + Sync {
 /// finalizer and then its status, and the finalizer's event may arrive after the status write
 /// was recorded (seen in the benchmark: 0.76 extra passes per team at 1,000 teams).
 #[derive(Debug, Default)]
-pub struct OwnWrites(DashMap<(&'static str, ObjectKey), VecDeque<String>>);
+pub struct OwnWrites(DashMap<(Written, ObjectKey), VecDeque<String>>);
 
 /// How many of an object's latest own writes [`OwnWrites`] recognises.
 pub const OWN_WRITES_KEPT: usize = 4;
@@ -170,7 +168,7 @@ pub const OWN_WRITES_KEPT: usize = 4;
 impl OwnWrites {
     /// Records that the operator's write of `kind` `key` produced `resource_version` (`None`:
     /// unknown, so none of its earlier writes is trusted either).
-    pub fn record(&self, kind: &'static str, key: &ObjectKey, resource_version: Option<String>) {
+    pub fn record(&self, kind: Written, key: &ObjectKey, resource_version: Option<String>) {
         match resource_version {
             Some(rv) => {
                 let mut recent = self.0.entry((kind, key.clone())).or_default();
@@ -187,14 +185,14 @@ impl OwnWrites {
 
     /// Whether `resource_version` of `kind` `key` is the result of one of the operator's own
     /// latest writes.
-    pub fn is_own(&self, kind: &'static str, key: &ObjectKey, resource_version: &str) -> bool {
+    pub fn is_own(&self, kind: Written, key: &ObjectKey, resource_version: &str) -> bool {
         self.0
             .get(&(kind, key.clone()))
             .is_some_and(|recent| recent.iter().any(|rv| rv.as_str() == resource_version))
     }
 
     /// The object is gone.
-    pub fn forget(&self, kind: &'static str, key: &ObjectKey) {
+    pub fn forget(&self, kind: Written, key: &ObjectKey) {
         self.0.remove(&(kind, key.clone()));
     }
 }
@@ -226,29 +224,28 @@ mod tests {
 
     #[test]
     fn own_writes_recognise_the_latest_few_versions_only() {
+        use crate::kind::Kind;
+        let (team, source) = (Written::Object(Kind::Team), Written::Object(Kind::Source));
         let w = OwnWrites::default();
         let k = ObjectKey::new("ns", "a");
-        assert!(!w.is_own("team", &k, "1"));
+        assert!(!w.is_own(team, &k, "1"));
         for rv in 1..=5 {
-            w.record("team", &k, Some(rv.to_string()));
+            w.record(team, &k, Some(rv.to_string()));
         }
+        assert!(!w.is_own(team, &k, "1"), "only the last {OWN_WRITES_KEPT}");
+        assert!(w.is_own(team, &k, "2") && w.is_own(team, &k, "5"));
+        assert!(!w.is_own(source, &k, "5"), "by kind");
         assert!(
-            !w.is_own("team", &k, "1"),
-            "only the last {OWN_WRITES_KEPT}"
-        );
-        assert!(w.is_own("team", &k, "2") && w.is_own("team", &k, "5"));
-        assert!(!w.is_own("source", &k, "5"), "by kind");
-        assert!(
-            !w.is_own("team", &ObjectKey::new("ns", "b"), "5"),
+            !w.is_own(team, &ObjectKey::new("ns", "b"), "5"),
             "by object"
         );
-        w.record("team", &k, None);
+        w.record(team, &k, None);
         assert!(
-            !w.is_own("team", &k, "5"),
+            !w.is_own(team, &k, "5"),
             "an unknown version trusts nothing"
         );
-        w.record("team", &k, Some("6".into()));
-        w.forget("team", &k);
-        assert!(!w.is_own("team", &k, "6"));
+        w.record(team, &k, Some("6".into()));
+        w.forget(team, &k);
+        assert!(!w.is_own(team, &k, "6"));
     }
 }

@@ -22,6 +22,9 @@ pub enum ReconcileError {
     /// The object cannot be reconciled as written (never retried until it changes).
     #[error("{0}")]
     Invalid(String),
+    /// A write kept meeting a newer version of the object; retried with backoff.
+    #[error("{0} kept changing under the write; retrying")]
+    Conflict(String),
 }
 
 impl ReconcileError {
@@ -39,7 +42,7 @@ impl ReconcileError {
         match self {
             Self::Kube { source, .. } => kube_retryable(source),
             Self::Api(e) => e.is_retryable(),
-            Self::Actor { .. } => true,
+            Self::Actor { .. } | Self::Conflict(_) => true,
             Self::Invalid(_) => false,
         }
     }
@@ -58,6 +61,7 @@ impl ReconcileError {
             Self::Api(e) => e.category(),
             Self::Actor { .. } => "actor_timeout",
             Self::Invalid(_) => "invalid_spec",
+            Self::Conflict(_) => "kube_conflict",
         }
     }
 

@@ -10,55 +10,77 @@
 //! crash-window test hook) restarts the actor through its supervisor.
 
 use std::fmt::Debug;
-use std::future::Future;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::time::Duration;
 
-use kube::Resource;
 use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
+use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutTeam};
 use tokio::task::JoinHandle;
 use tracing::debug;
 
 use crate::context::Ctx;
-use crate::crash_loop::Conditioned;
 use crate::key::ObjectKey;
 use crate::pass_limit::PassLimit;
+use crate::pipeline::{Driver, Memory, Pipeline};
+use crate::server::observe::team_server_key;
+use crate::source::Source;
 use crate::stores::NamespacedStores;
 use crate::supervisor::{ChildContext, ChildFactory, ChildMsg};
+use crate::team::Team;
+use crate::tree::Parent;
 
-/// What one reconciled kind brings to the shared actor.
-pub trait ObjectKind: Send + Sync + 'static {
-    /// The custom resource.
-    type Object: Conditioned + Send + Sync + 'static;
-    /// What the reconciler keeps between passes, for one incarnation.
-    type Memory: Default + Send + Sync + 'static;
-    /// Runs one pass; shared by the kind's actors.
-    type Reconciler: Debug + Send + Sync + 'static;
+/// Messages a team actor handles.
+pub type TeamMsg = ObjectMsg;
+/// What the supervisor hands a team actor.
+pub type TeamSpec = ObjectSpec<Team>;
+/// Builds team actors for the keyed supervisor.
+pub type TeamFactory = ObjectFactory<Team>;
+/// Messages a source actor handles.
+pub type SourceMsg = ObjectMsg;
+/// What the supervisor hands a source actor.
+pub type SourceSpec = ObjectSpec<Source>;
+/// Builds source actors for the keyed supervisor.
+pub type SourceFactory = ObjectFactory<Source>;
 
-    /// The `kind` label of metrics and logs.
-    const KIND: &'static str;
-
-    fn reconciler(ctx: Ctx) -> Self::Reconciler;
-
+/// A kind whose objects have an actor of their own under a server (TerdutTeam,
+/// TerdutAlertSource): where its objects are cached, and which server a pass works on.
+pub trait ObjectKind: Pipeline {
     /// The informer cache of the kind.
     fn store(ctx: &Ctx) -> &NamespacedStores<Self::Object>;
-
-    /// Consecutive failed passes, for the state's `Debug`.
-    fn failures(memory: &Self::Memory) -> u32;
 
     /// The TerdutServer a pass of `object` works on: its lane of the pass limit, so one
     /// server that never answers cannot hold every slot (`pass_limit.rs`).
     fn lane(ctx: &Ctx, object: &Self::Object) -> ObjectKey;
+}
 
-    /// One pass over the newest copy of the object; returns when the next pass is due.
-    fn reconcile<'a>(
-        reconciler: &'a Self::Reconciler,
-        object: &'a Self::Object,
-        memory: &'a mut Self::Memory,
-    ) -> impl Future<Output = Duration> + Send + 'a;
+impl ObjectKind for Team {
+    fn store(ctx: &Ctx) -> &NamespacedStores<TerdutTeam> {
+        &ctx.stores.teams
+    }
+
+    fn lane(_ctx: &Ctx, team: &TerdutTeam) -> ObjectKey {
+        team_server_key(team)
+    }
+}
+
+impl ObjectKind for Source {
+    fn store(ctx: &Ctx) -> &NamespacedStores<TerdutAlertSource> {
+        &ctx.stores.sources
+    }
+
+    /// The server of its team; a source whose team is not in the cache yet has nothing to
+    /// call and shares the lane of all such sources.
+    fn lane(ctx: &Ctx, source: &TerdutAlertSource) -> ObjectKey {
+        let ns = source.namespace().unwrap_or_default();
+        ctx.stores
+            .teams
+            .get(&ObjectRef::new(&source.spec.team_ref.name).within(&ns))
+            .map(|team| team_server_key(&team))
+            .unwrap_or_else(|| ObjectKey::new("", ""))
+    }
 }
 
 /// Messages the actor handles.
@@ -105,7 +127,12 @@ impl<K: ObjectKind> Clone for ObjectSpec<K> {
 
 impl<K: ObjectKind> Debug for ObjectSpec<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ObjectSpec({}, {:016x})", K::KIND, self.fingerprint)
+        write!(
+            f,
+            "ObjectSpec({}, {:016x})",
+            K::KIND.label(),
+            self.fingerprint
+        )
     }
 }
 
@@ -127,7 +154,7 @@ impl<K: ObjectKind> ObjectFactory<K> {
     pub fn new(ctx: Ctx) -> Self {
         let passes = PassLimit::new(
             ctx.config.max_concurrent_passes,
-            ctx.metrics.pass_gauges(K::KIND),
+            ctx.metrics.pass_gauges(K::KIND.label()),
         );
         Self {
             ctx,
@@ -155,12 +182,12 @@ impl<K: ObjectKind> Debug for ObjectFactory<K> {
     }
 }
 
-impl<K: ObjectKind> ChildFactory for ObjectFactory<K> {
+impl<K: ObjectKind + Default> ChildFactory for ObjectFactory<K> {
     type Child = ObjectActor<K>;
     type Spec = ObjectSpec<K>;
 
     fn kind(&self) -> &'static str {
-        K::KIND
+        K::KIND.label()
     }
 
     fn build(
@@ -169,9 +196,9 @@ impl<K: ObjectKind> ChildFactory for ObjectFactory<K> {
     ) -> (ObjectActor<K>, ChildContext<ObjectSpec<K>>) {
         (
             ObjectActor {
-                ctx: self.ctx.clone(),
-                reconciler: K::reconciler(self.ctx.clone()),
+                driver: Driver::new(self.ctx.clone(), K::default()),
                 passes: self.passes.clone(),
+                parent: Parent::Lookup,
             },
             child,
         )
@@ -184,7 +211,7 @@ impl<K: ObjectKind> ChildFactory for ObjectFactory<K> {
     fn on_crash_loop(&self, key: &ObjectKey, last_error: &str) {
         let (ctx, key, err) = (self.ctx.clone(), key.clone(), last_error.to_owned());
         tokio::spawn(async move {
-            crate::crash_loop::report::<K::Object>(&ctx, K::KIND, &key, &err).await
+            crate::crash_loop::report::<K::Object>(&ctx, K::KIND.label(), &key, &err).await
         });
     }
 }
@@ -193,8 +220,8 @@ impl<K: ObjectKind> ChildFactory for ObjectFactory<K> {
 pub struct ObjectState<K: ObjectKind> {
     child: ChildContext<ObjectSpec<K>>,
     timer: Option<JoinHandle<Result<(), ractor::MessagingErr<ObjectMsg>>>>,
-    /// What the reconciler keeps between passes.
-    memory: K::Memory,
+    /// What the driver keeps between passes.
+    memory: Memory<K>,
 }
 
 impl<K: ObjectKind> Debug for ObjectState<K> {
@@ -202,22 +229,23 @@ impl<K: ObjectKind> Debug for ObjectState<K> {
         f.debug_struct("ObjectState")
             .field("kind", &K::KIND)
             .field("key", self.child.key())
-            .field("failures", &K::failures(&self.memory))
+            .field("streak", &self.memory.streak)
             .finish_non_exhaustive()
     }
 }
 
 pub struct ObjectActor<K: ObjectKind> {
-    ctx: Ctx,
-    reconciler: K::Reconciler,
+    driver: Driver<K>,
     passes: PassLimit,
+    /// Who its passes ask for credentials and consent.
+    parent: Parent,
 }
 
 impl<K: ObjectKind> Debug for ObjectActor<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ObjectActor")
             .field("kind", &K::KIND)
-            .field("reconciler", &self.reconciler)
+            .field("parent", &self.parent)
             .finish_non_exhaustive()
     }
 }
@@ -235,7 +263,7 @@ impl<K: ObjectKind> Actor for ObjectActor<K> {
         Ok(ObjectState {
             child,
             timer: None,
-            memory: K::Memory::default(),
+            memory: Memory::default(),
         })
     }
 
@@ -267,10 +295,10 @@ impl<K: ObjectKind> Actor for ObjectActor<K> {
         // The lane is read from the copy now; the pass reads the newest copy again once it has
         // its slot.
         let Some(object) = self.current(state.child.key()) else {
-            debug!(kind = K::KIND, object = %state.child.key(), "not in the cache (deleted); nothing to do");
+            debug!(kind = K::KIND.label(), object = %state.child.key(), "not in the cache (deleted); nothing to do");
             return Ok(());
         };
-        let lane = K::lane(&self.ctx, &object);
+        let lane = K::lane(&self.driver.ctx, &object);
         drop(object);
         self.passes
             .run(lane, || self.reconcile(&myself, state))
@@ -284,16 +312,19 @@ impl<K: ObjectKind> ObjectActor<K> {
     /// Remove follows). The copy the supervisor handed over is never reconciled in its place:
     /// it may predate the deletion, and a pass on it could create what was just deleted.
     fn current(&self, key: &ObjectKey) -> Option<Arc<K::Object>> {
-        K::store(&self.ctx).get(&ObjectRef::new(&key.name).within(&key.namespace))
+        K::store(&self.driver.ctx).get(&ObjectRef::new(&key.name).within(&key.namespace))
     }
 
     async fn reconcile(&self, myself: &ActorRef<ObjectMsg>, state: &mut ObjectState<K>) {
         let key = state.child.key().clone();
         let Some(object) = self.current(&key) else {
-            debug!(kind = K::KIND, object = %key, "not in the cache (deleted); nothing to do");
+            debug!(kind = K::KIND.label(), object = %key, "not in the cache (deleted); nothing to do");
             return;
         };
-        let next = K::reconcile(&self.reconciler, &object, &mut state.memory).await;
+        let next = self
+            .driver
+            .reconcile(&self.parent, &object, &mut state.memory)
+            .await;
         if let Some(t) = state.timer.take() {
             t.abort();
         }
@@ -303,7 +334,7 @@ impl<K: ObjectKind> ObjectActor<K> {
 
 #[cfg(test)]
 mod tests {
-    use crate::team::actor::TeamSpec;
+    use super::TeamSpec;
     use terdut_crds::v1alpha1::TerdutTeam;
 
     fn spec(v: &serde_json::Value) -> TeamSpec {

@@ -25,18 +25,18 @@ use crate::clock::Clock;
 use crate::context::{Ctx, Inner, OperatorConfig, ServerEvents};
 use crate::informers::{self, Routes};
 use crate::key::ObjectKey;
+use crate::kind::{Kind, Written};
 use crate::kube_clients::KubeClients;
+use crate::object_actor::{SourceFactory, SourceSpec, TeamFactory, TeamSpec};
 use crate::runtime::events::EventPublisher;
 use crate::runtime::metrics::OperatorMetrics;
-use crate::server::actor::{ServerFactory, ServerSpec};
 use crate::server::observe::team_server_key;
-use crate::source::actor::{SourceFactory, SourceSpec};
 use crate::stores::NamespacedStores;
 use crate::supervisor::{
     ChildFactory, KeyedSupervisor, RestartPolicy, SupervisorConfig, SupervisorMetrics,
     SupervisorMsg, snapshot,
 };
-use crate::team::actor::{TeamFactory, TeamSpec};
+use crate::tree::server::{ServerFactory, ServerSpec};
 
 /// Knobs of [`start`] beyond [`OperatorConfig`].
 #[derive(Clone, Debug)]
@@ -169,7 +169,7 @@ impl ServerSeen {
 /// the object needs no new pass for it; a write by anyone else still nudges (issue 8).
 fn own_write(
     ctx: Option<&Ctx>,
-    kind: &'static str,
+    kind: Written,
     key: &ObjectKey,
     before: Option<&str>,
     now: Option<&str>,
@@ -186,11 +186,6 @@ impl Routes for OperatorRoutes {
             return;
         };
         let now = obj.as_deref().map(ServerSeen::of);
-        if obj.is_none() {
-            // Gone: its client is withdrawn now, not when its actor gets to stop (the actor's
-            // own answer used to fail from that moment on, and deletions rely on it).
-            ctx.clients.remove(&key);
-        }
         let msg = match obj {
             Some(o) => SupervisorMsg::Ensure(key.clone(), ServerSpec(o)),
             None => SupervisorMsg::Remove(key.clone()),
@@ -219,7 +214,7 @@ impl Routes for OperatorRoutes {
         };
         let own = own_write(
             self.ctx.get(),
-            "team",
+            Written::Object(Kind::Team),
             &key,
             before.as_ref().and_then(|b| b.resource_version.as_deref()),
             now.as_ref().and_then(|n| n.resource_version.as_deref()),
@@ -227,7 +222,7 @@ impl Routes for OperatorRoutes {
         if obj.is_none()
             && let Some(ctx) = self.ctx.get()
         {
-            ctx.own_writes.forget("team", &key);
+            ctx.own_writes.forget(Written::Object(Kind::Team), &key);
         }
         if let Some(teams) = self.teams.get()
             && !own
@@ -280,14 +275,14 @@ impl Routes for OperatorRoutes {
             Some(_) => self.source_seen.insert(key.clone(), now.clone()),
             None => {
                 if let Some(ctx) = self.ctx.get() {
-                    ctx.own_writes.forget("source", &key);
+                    ctx.own_writes.forget(Written::Object(Kind::Source), &key);
                 }
                 self.source_seen.remove(&key).map(|(_, rv)| rv)
             }
         };
         let own = own_write(
             self.ctx.get(),
-            "source",
+            Written::Object(Kind::Source),
             &key,
             before.flatten().as_deref(),
             now.as_deref(),
@@ -319,7 +314,7 @@ impl Routes for OperatorRoutes {
         // or a version anyone else wrote, still nudges: DESIGN §5, a lost Secret fails closed.
         let before = if deleted {
             if let Some(ctx) = self.ctx.get() {
-                ctx.own_writes.forget("secret", &secret);
+                ctx.own_writes.forget(Written::WebhookSecret, &secret);
             }
             self.secret_seen.remove(&secret).map(|(_, rv)| rv)
         } else {
@@ -329,7 +324,7 @@ impl Routes for OperatorRoutes {
         let own = !deleted
             && own_write(
                 self.ctx.get(),
-                "secret",
+                Written::WebhookSecret,
                 &secret,
                 before.flatten().as_deref(),
                 resource_version.as_deref(),
@@ -572,7 +567,6 @@ pub async fn start_with(
         clock: opts.clock.clone(),
         config: opts.config.clone(),
         servers: Default::default(),
-        clients: Default::default(),
         on_server: OnceLock::new(),
         own_writes: Default::default(),
     });

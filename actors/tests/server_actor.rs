@@ -14,7 +14,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use terdut_actors::key::ObjectKey;
-use terdut_actors::server::actor::TEST_FAULT_ANNOTATION;
+use terdut_actors::server::TEST_FAULT_ANNOTATION;
 use terdut_actors::supervisor::{ChildStatus, snapshot};
 use terdut_crds::v1alpha1::TerdutServer;
 

@@ -10,7 +10,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 use terdut_actors::key::ObjectKey;
-use terdut_actors::server::actor::ServerMsg;
+use terdut_actors::tree::server::ServerMsg;
 use terdut_crds::v1alpha1::TerdutServer;
 
 #[tokio::test]

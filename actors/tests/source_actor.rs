@@ -21,7 +21,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 use source_fixture::*;
 use terdut_actors::key::ObjectKey;
-use terdut_actors::server::actor::TEST_FAULT_ANNOTATION;
+use terdut_actors::server::TEST_FAULT_ANNOTATION;
 use terdut_actors::source::hooks::CRASH_AFTER_CREATE;
 use terdut_actors::supervisor::snapshot;
 use terdut_crds::v1alpha1::TerdutAlertSource;

@@ -17,7 +17,7 @@ use teams::*;
 use terdut_actors::api::{Ladder, Level, OidcGroups, SwitchSpec, Target};
 use terdut_actors::key::ObjectKey;
 use terdut_actors::supervisor::SupervisorMsg;
-use terdut_actors::team::finalizer::FINALIZER;
+use terdut_actors::team::finalize::FINALIZER;
 use terdut_actors::team::status::{PAUSE_ANNOTATION, PAUSED};
 use terdut_crds::v1alpha1::TerdutTeam;
 use terdut_crds::v1alpha1::conditions;

@@ -11,7 +11,7 @@ use common::{server_with_standin, setup, standin_for, test_server};
 use kube::api::{Api, PostParams};
 use serde_json::json;
 use teams::*;
-use terdut_actors::team::finalizer::FINALIZER;
+use terdut_actors::team::finalize::FINALIZER;
 use terdut_crds::v1alpha1::{TerdutServer, TerdutTeam};
 
 fn server() -> serde_json::Value {

@@ -1,56 +1,117 @@
-//! The only place a TerdutServer pass writes to Kubernetes: one field manager, server-side
-//! apply for owned objects, create-only for the key Secret (DESIGN §6: never overwritten).
+//! The only place a TerdutServer pass writes to Kubernetes (docs/design.md §6, §7): the key
+//! Secret is created once (never applied, never overwritten), the owned objects are
+//! server-side applied with the one field manager, a PDB no longer asked for is deleted.
+//! Then the client its children use is refreshed (`client.rs`), failure or not: a refused
+//! write must not withhold it from the teams.
 
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Secret, Service};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::events::EventType;
-use kube::{Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, PostParams};
 use terdut_crds::v1alpha1::TerdutServer;
+use tracing::info;
 
-use super::names::FIELD_MANAGER;
-use super::plan::Step;
+use super::ServerMemory;
+use super::client::Published;
+use super::observe::Observation;
+use super::plan::{Plan, Step};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
+use crate::key::ObjectKey;
+use crate::kind::Kind;
+use crate::write::apply::{FIELD_MANAGER, apply as server_side_apply};
+use crate::write::events;
 
-/// What a step did, for Events.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Applied {
-    Done,
-    /// The key Secret already existed after all (stale cache): re-observe, never overwrite.
+/// What a pass did.
+#[derive(Debug)]
+pub struct Applied {
+    pub plan: Plan,
+    /// The step that failed, if one did (the later ones were not tried).
+    pub failure: Option<ReconcileError>,
+    /// The key Secret already existed after all (a lagging cache): look again in a moment.
+    pub raced: bool,
+    pub published: Published,
+}
+
+/// Carries out `plan`.
+pub async fn apply(
+    ctx: &Ctx,
+    server: &TerdutServer,
+    observation: Observation,
+    plan: Plan,
+    memory: &mut ServerMemory,
+) -> Result<Applied, ReconcileError> {
+    let key = ObjectKey::of(server);
+    // Spec warnings once per generation, not once per pass.
+    if server.metadata.generation != memory.warned_generation {
+        for w in &plan.warnings {
+            events::warning(ctx, server, w.reason(), "Validate", w.to_string()).await;
+        }
+        memory.warned_generation = server.metadata.generation;
+    }
+    let (mut failure, mut raced) = (None, false);
+    for step in &plan.steps {
+        match execute(ctx, server, step).await {
+            Ok(Done::Applied) => {}
+            Ok(Done::KeySecretRaced) => {
+                raced = true;
+                break;
+            }
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    if !plan.steps.is_empty() && failure.is_none() {
+        info!(server = %key, steps = ?plan.steps, "applied");
+    }
+    let published = memory.client.refresh(ctx, server, &observation).await;
+    Ok(Applied {
+        plan,
+        failure,
+        raced,
+        published,
+    })
+}
+
+/// A cache that lags a create by a moment: the next look.
+pub const RACE_RETRY: Duration = Duration::from_secs(1);
+
+enum Done {
+    Applied,
     KeySecretRaced,
 }
 
-pub async fn execute(
-    ctx: &Ctx,
-    server: &TerdutServer,
-    step: &Step,
-) -> Result<Applied, ReconcileError> {
+async fn execute(ctx: &Ctx, server: &TerdutServer, step: &Step) -> Result<Done, ReconcileError> {
     let ns = server.namespace().unwrap_or_default();
-    let client = ctx.kube.clone();
     match step {
         Step::CreateKeySecret(secret) => {
-            let api: Api<Secret> = Api::namespaced(client, &ns);
-            ctx.metrics.kube_write("server", "create");
-            match api
-                .create(
-                    &PostParams {
-                        field_manager: Some(FIELD_MANAGER.into()),
-                        ..Default::default()
-                    },
-                    secret,
-                )
-                .await
-            {
+            let api: Api<Secret> = Api::namespaced(ctx.kube.clone(), &ns);
+            ctx.metrics.kube_write(Kind::Server.label(), "create");
+            let pp = PostParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..Default::default()
+            };
+            match api.create(&pp, secret).await {
                 Ok(_) => {
-                    event(ctx, server, EventType::Normal, "OperatorKeyCreated", "CreateKeySecret",
-                        format!("created operator key Secret {} (the server re-keys its operator account from it at start)", secret.name_any())).await;
-                    Ok(Applied::Done)
+                    events::normal(
+                        ctx,
+                        server,
+                        "OperatorKeyCreated",
+                        "CreateKeySecret",
+                        format!(
+                            "created operator key Secret {} (the server re-keys its operator \
+                             account from it at start)",
+                            secret.name_any()
+                        ),
+                    )
+                    .await;
+                    Ok(Done::Applied)
                 }
-                Err(kube::Error::Api(e)) if e.code == 409 => Ok(Applied::KeySecretRaced),
+                Err(kube::Error::Api(e)) if e.code == 409 => Ok(Done::KeySecretRaced),
                 Err(e) => Err(ReconcileError::kube(
                     "create",
                     format!("Secret {ns}/{}", secret.name_any()),
@@ -58,19 +119,28 @@ pub async fn execute(
                 )),
             }
         }
-        Step::ApplyService(svc) => apply::<Service>(ctx, server, &ns, svc).await,
-        Step::ApplyDeployment(d) => apply::<Deployment>(ctx, server, &ns, d).await,
-        Step::ApplyPdb(p) => apply::<PodDisruptionBudget>(ctx, server, &ns, p).await,
+        Step::ApplyService(svc) => applied(ctx, server, &ns, svc.as_ref()).await,
+        Step::ApplyDeployment(d) => applied(ctx, server, &ns, d.as_ref()).await,
+        Step::ApplyPdb(p) => applied(ctx, server, &ns, p.as_ref()).await,
         Step::DeletePdb { name } => {
-            let api: Api<PodDisruptionBudget> = Api::namespaced(client, &ns);
-            ctx.metrics.kube_write("server", "delete");
+            let api: Api<PodDisruptionBudget> = Api::namespaced(ctx.kube.clone(), &ns);
+            ctx.metrics.kube_write(Kind::Server.label(), "delete");
             match api.delete(name, &DeleteParams::default()).await {
                 Ok(_) => {
-                    event(ctx, server, EventType::Normal, "PodDisruptionBudgetDeleted", "DeletePdb",
-                        format!("deleted PodDisruptionBudget {name}: spec.pod.disruptionBudget was cleared")).await;
-                    Ok(Applied::Done)
+                    events::normal(
+                        ctx,
+                        server,
+                        "PodDisruptionBudgetDeleted",
+                        "DeletePdb",
+                        format!(
+                            "deleted PodDisruptionBudget {name}: spec.pod.disruptionBudget was \
+                             cleared"
+                        ),
+                    )
+                    .await;
+                    Ok(Done::Applied)
                 }
-                Err(kube::Error::Api(e)) if e.code == 404 => Ok(Applied::Done),
+                Err(kube::Error::Api(e)) if e.code == 404 => Ok(Done::Applied),
                 Err(e) => Err(ReconcileError::kube(
                     "delete",
                     format!("PodDisruptionBudget {ns}/{name}"),
@@ -81,48 +151,29 @@ pub async fn execute(
     }
 }
 
-async fn apply<K>(
+/// Applies one owned object and announces it.
+async fn applied<K>(
     ctx: &Ctx,
     server: &TerdutServer,
     ns: &str,
-    obj: &K,
-) -> Result<Applied, ReconcileError>
+    object: &K,
+) -> Result<Done, ReconcileError>
 where
-    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
         + Clone
-        + Serialize
-        + DeserializeOwned
+        + serde::Serialize
+        + serde::de::DeserializeOwned
         + std::fmt::Debug,
 {
-    let name = obj.name_any();
+    server_side_apply(ctx, Kind::Server, ns, object).await?;
     let kind = K::kind(&());
-    let api: Api<K> = Api::namespaced(ctx.kube.clone(), ns);
-    ctx.metrics.kube_write("server", "apply");
-    let pp = PatchParams::apply(FIELD_MANAGER).force();
-    api.patch(&name, &pp, &Patch::Apply(obj))
-        .await
-        .map_err(|e| ReconcileError::kube("apply", format!("{kind} {ns}/{name}"), e))?;
-    event(
+    events::normal(
         ctx,
         server,
-        EventType::Normal,
         &format!("{kind}Applied"),
         "Apply",
-        format!("applied {kind} {name}"),
+        format!("applied {kind} {}", object.name_any()),
     )
     .await;
-    Ok(Applied::Done)
-}
-
-pub async fn event(
-    ctx: &Ctx,
-    server: &TerdutServer,
-    type_: EventType,
-    reason: &str,
-    action: &str,
-    note: String,
-) {
-    ctx.events
-        .publish(&server.object_ref(&()), type_, reason, action, note)
-        .await;
+    Ok(Done::Applied)
 }

@@ -1,12 +1,24 @@
-//! The TerdutServer actor's pure half: builders, decisions and status (issue 4, part 3).
-//! Nothing here does IO; the actor observes, calls [`plan::plan`], applies and writes status.
+//! TerdutServer (docs/design.md §4.1, §6, §7, §8): one terdut-server install, through the one
+//! pipeline (`crate::pipeline`):
+//!
+//! - [`observe`]: the owned objects (caches, and a live look at names the caches cannot show),
+//!   the Secrets the spec names, the Zalando cluster;
+//! - [`plan`]: PURE (server, observed) -> steps + status, built by the PURE builders
+//!   ([`deployment`], [`env`], [`service`], [`pdb`], [`key`], [`database`], [`drift`],
+//!   [`pod_security`], [`references`], [`names`], [`warning`]);
+//! - [`apply`]: every Kubernetes write, then the client its children use ([`client`]);
+//! - [`status`]: PURE status; [`finalize`]: nothing to do while it is deleted.
+//!
+//! Its passes run on a worker task of its actor (`tree::server`), which answers its
+//! children's questions from what the last pass published.
 
-pub mod actor;
 pub mod apply;
+pub mod client;
 pub mod database;
 pub mod deployment;
 pub mod drift;
 pub mod env;
+pub mod finalize;
 pub mod key;
 pub mod names;
 pub mod observe;
@@ -17,3 +29,113 @@ pub mod references;
 pub mod service;
 pub mod status;
 pub mod warning;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+use terdut_crds::v1alpha1::{TerdutServer, TerdutServerStatus};
+
+use crate::error::ReconcileError;
+use crate::kind::Kind;
+use crate::pipeline::{Finalized, Pass, Pipeline, Verdict};
+
+/// Annotation that makes the server's actor panic when the operator runs with test hooks on;
+/// how tests prove per-object isolation. Ignored otherwise.
+pub const TEST_FAULT_ANNOTATION: &str = "terdut.ryuvia.com/test-fault";
+
+/// What the pipeline keeps for one TerdutServer between passes.
+#[derive(Clone, Debug, Default)]
+pub struct ServerMemory {
+    pub client: client::ServerClient,
+    /// What the last pass published for the children.
+    pub published: Option<client::Published>,
+    /// Spec warnings are published once per generation.
+    pub warned_generation: Option<i64>,
+}
+
+/// The TerdutServer pipeline.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Server;
+
+impl Pipeline for Server {
+    type Object = TerdutServer;
+    type Memory = ServerMemory;
+    type Observed = observe::Observation;
+    type Plan = Result<plan::Plan, String>;
+    type Applied = apply::Applied;
+    type Desired = status::DesiredStatus;
+
+    const KIND: Kind = Kind::Server;
+
+    async fn observe<'a>(
+        &'a self,
+        pass: Pass<'a>,
+        server: &'a TerdutServer,
+        _memory: &'a mut ServerMemory,
+    ) -> Result<observe::Observation, ReconcileError> {
+        observe::observe(pass.ctx, server).await
+    }
+
+    fn plan(server: &TerdutServer, observed: &observe::Observation) -> Result<plan::Plan, String> {
+        plan::plan(
+            server,
+            &observed.as_observed(),
+            key::OperatorKeyValue::generate,
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    async fn apply<'a>(
+        &'a self,
+        pass: Pass<'a>,
+        server: &'a TerdutServer,
+        observed: observe::Observation,
+        plan: Result<plan::Plan, String>,
+        memory: &'a mut ServerMemory,
+    ) -> Result<apply::Applied, ReconcileError> {
+        let plan = plan.map_err(ReconcileError::Invalid)?;
+        let applied = apply::apply(pass.ctx, server, observed, plan, memory).await?;
+        memory.published = Some(applied.published.clone());
+        Ok(applied)
+    }
+
+    fn status(server: &TerdutServer, applied: &apply::Applied) -> Verdict<status::DesiredStatus> {
+        status::verdict(server, applied)
+    }
+
+    fn failed(_server: &TerdutServer, _error: &ReconcileError) -> Option<status::DesiredStatus> {
+        // A pass fails before its status is known only when observing failed (a live read);
+        // a failed write is in the status (ApplyFailed) through `verdict`.
+        None
+    }
+
+    fn paused(_server: &TerdutServer) -> Option<status::DesiredStatus> {
+        None
+    }
+
+    fn patch(
+        current: Option<&TerdutServerStatus>,
+        desired: &status::DesiredStatus,
+        now: Time,
+    ) -> Option<serde_json::Value> {
+        status::status_patch(current, desired, now)
+    }
+
+    async fn finalize<'a>(
+        &'a self,
+        _pass: Pass<'a>,
+        server: &'a TerdutServer,
+        _memory: &'a mut ServerMemory,
+    ) -> Result<Finalized<status::DesiredStatus>, ReconcileError> {
+        Ok(finalize::finalize(server))
+    }
+}
+
+/// Whether the test-fault annotation asks this server's actor to panic (test hooks only).
+pub fn test_fault(test_hooks: bool, server: &TerdutServer) -> bool {
+    test_hooks
+        && server
+            .annotations()
+            .get(TEST_FAULT_ANNOTATION)
+            .map(String::as_str)
+            == Some("panic")
+}

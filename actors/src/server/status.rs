@@ -360,6 +360,44 @@ pub fn status_patch(
     }))
 }
 
+/// The status after a pass that did `applied`, when to look again, and the Warning of a
+/// not-Ready reason someone must act on (once per reason).
+pub fn verdict(
+    server: &terdut_crds::v1alpha1::TerdutServer,
+    applied: &super::apply::Applied,
+) -> crate::pipeline::Verdict<DesiredStatus> {
+    use crate::pipeline::{Announce, Next, Verdict};
+    use crate::runtime::events::EventType;
+    let generation = server.metadata.generation;
+    let mut desired = applied.plan.status.clone();
+    if let Some(e) = &applied.failure {
+        desired.ready = DesiredCondition::ready(false, reasons::APPLY_FAILED, e.to_string())
+            .at_generation(generation);
+    }
+    desired.key_accepted = Some(applied.published.check.condition(generation));
+    let next = if applied.failure.is_some() {
+        Next::Failed
+    } else if applied.raced {
+        Next::After(super::apply::RACE_RETRY)
+    } else if reasons::POLLED.contains(&desired.ready.reason.as_str())
+        || !applied.published.check.accepted()
+    {
+        // Waiting on something no watch reports: look again soon, then less often.
+        Next::Wait
+    } else {
+        Next::Resync
+    };
+    let ready = &desired.ready;
+    let announce =
+        (!ready.status && reasons::ANNOUNCED.contains(&ready.reason.as_str())).then(|| Announce {
+            type_: EventType::Warning,
+            reason: ready.reason.clone(),
+            message: ready.message.clone(),
+            on_message: false,
+        });
+    Verdict::new(desired, next).announce(announce)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,40 +1,288 @@
-//! Every Kubernetes write of a TerdutAlertSource pass: the finalizer, the webhook Secret (create,
-//! or replace only when this object controls it), the rotation record, status and Events.
+//! Carries out a TerdutAlertSource's [`Decision`] (docs/design.md §4.5, §5): PATCH, DELETE,
+//! and the POST whose url and key go straight into the webhook Secret, in the step that made
+//! them (the server shows a key exactly once).
+//!
+//! A POST that answers 200 (the `external_id` exists) is fed back to [`plan`] as
+//! [`ServerView::ByExternalId`]: an integration whose key no Secret ever held (the crash window)
+//! is deleted and created again, so no orphan and no duplicate is left on the server.
 //!
 //! Nothing here logs or returns a Secret's data: errors carry the object's name and the API's
 //! own error, which never echoes `data`.
 
 use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::events::EventType;
-use kube::{Resource, ResourceExt};
 use serde_json::json;
-use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutAlertSourceStatus};
+use terdut_crds::v1alpha1::TerdutAlertSource;
+use tracing::{debug, info};
 
-use super::names::{ANNOTATION_ROTATE, ANNOTATION_ROTATED_FOR, FINALIZER};
+use super::SourceMemory;
+use super::hooks;
+use super::names::FINALIZER;
+use super::names::{ANNOTATION_ROTATE, ANNOTATION_ROTATED_FOR, external_id, secret_name};
+use super::observe::{Observed, Reachable, SecretObservation, desired};
+use super::plan::{
+    Blocker, Decision, Desired, Inputs, RecreateReason, SecretView, ServerView, plan,
+};
 use super::secret::{controlled_by, refill, webhook_secret};
-use crate::api::CreatedIntegration;
+use super::status::Outcome;
+use crate::api::{CreatedIntegration, Id, IntegrationCreate, NewIntegration, TerdutClient};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
-use crate::server::names::FIELD_MANAGER;
+use crate::kind::Written;
+use crate::pipeline::Pass;
+use crate::write::apply::FIELD_MANAGER;
+use crate::write::{events, finalizer};
 
 const KIND: &str = "source";
-/// The `OwnWrites` kind of webhook Secrets (keyed by the Secret's own namespace and name).
-const SECRET_KIND: &str = "secret";
 
-/// Publishes an Event about the TerdutAlertSource. The note must never carry a url or key.
-pub async fn event(
+/// Carries out `decision` (the plan of `observed`).
+pub async fn apply(
+    pass: Pass<'_>,
+    source: &TerdutAlertSource,
+    observed: Observed,
+    memory: &mut SourceMemory,
+) -> Result<Outcome, ReconcileError> {
+    let ctx = pass.ctx;
+    let r = match observed {
+        Observed::Stopped(outcome) => return Ok(outcome),
+        Observed::Reachable(r) => r,
+    };
+    let Reachable {
+        granted,
+        status_id,
+        secret,
+        server,
+    } = *r;
+    // Before any POST: no integration may exist that deleting the object would not remove.
+    finalizer::add(ctx, source, FINALIZER).await?;
+    let team_name = source.spec.team_ref.name.clone();
+    let target = Target {
+        client: &granted.client,
+        team_id: granted.team_id,
+        team_name: &team_name,
+    };
+    let desired = desired(source);
+    let executed = converge(ctx, source, &target, desired, status_id, &secret, server).await?;
+    let outcome = match executed {
+        Executed::InSync { id } => {
+            memory.integration_id = Some(id);
+            Outcome::Ready {
+                id,
+                kind: desired.kind,
+                team: team_name,
+            }
+        }
+        Executed::Blocked(Blocker::WebhookSecretLost { id }) => Outcome::SecretLost { id },
+        Executed::Blocked(Blocker::SecretConflict) => Outcome::SecretConflict,
+    };
+    Ok(outcome)
+}
+
+/// A create that answers "exists" more often than this in one pass means someone else keeps
+/// creating the integration; the pass fails and retries later.
+const MAX_ROUNDS: usize = 3;
+
+/// Where the integration lives and how to reach it.
+#[derive(Debug)]
+pub struct Target<'a> {
+    pub client: &'a TerdutClient,
+    pub team_id: Id,
+    pub team_name: &'a str,
+}
+
+/// How a pass ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Executed {
+    /// The Secret holds the key of integration `id`, which matches the spec.
+    InSync {
+        id: Id,
+    },
+    Blocked(Blocker),
+}
+
+/// Plans and carries out until in sync or blocked.
+async fn converge(
     ctx: &Ctx,
     source: &TerdutAlertSource,
-    type_: EventType,
-    reason: &str,
-    action: &str,
-    note: String,
+    target: &Target<'_>,
+    desired: Desired<'_>,
+    status_id: Option<Id>,
+    secret: &SecretObservation,
+    mut server: ServerView,
+) -> Result<Executed, ReconcileError> {
+    let key = ObjectKey::of(source);
+    let secret_name = secret_name(&key.name);
+    for _ in 0..MAX_ROUNDS {
+        let decision = plan(&Inputs {
+            desired,
+            status_id,
+            secret: &secret.view,
+            server: &server,
+        });
+        debug!(source = %key, ?decision, "planned");
+        match &decision {
+            Decision::Noop { id } => return Ok(Executed::InSync { id: *id }),
+            Decision::Blocked(b) => return Ok(Executed::Blocked(b.clone())),
+            Decision::Rename { id, from } => {
+                target
+                    .client
+                    .rename_integration(target.team_id, *id, desired.name)
+                    .await?;
+                info!(source = %key, integration = id, "renamed integration");
+                let note = format!(
+                    "renamed integration {id} from {from:?} to {:?}; its webhook key is unchanged",
+                    desired.name
+                );
+                events::publish(
+                    ctx,
+                    source,
+                    EventType::Normal,
+                    "IntegrationRenamed",
+                    "Rename",
+                    note,
+                )
+                .await;
+                return Ok(Executed::InSync { id: *id });
+            }
+            Decision::Create => {}
+            Decision::Recreate { delete, reason } => {
+                if let Some(id) = delete {
+                    target
+                        .client
+                        .delete_integration(target.team_id, *id)
+                        .await?;
+                }
+                let old = delete.or(match &server {
+                    ServerView::Gone(id) => Some(*id),
+                    _ => None,
+                });
+                info!(source = %key, integration = ?old, ?reason, "recreating integration");
+                announce_recreate(ctx, source, &key, reason, old, &secret_name).await;
+            }
+        }
+        let new = NewIntegration {
+            kind: desired.kind,
+            name: desired.name.to_owned(),
+            external_id: external_id(&key.namespace, &key.name),
+        };
+        match target
+            .client
+            .create_integration(target.team_id, &new)
+            .await?
+        {
+            IntegrationCreate::Created(created) => {
+                let id = created.integration.id;
+                hooks::after_create(ctx, source, id);
+                let found = match &secret.view {
+                    SecretView::Owned(_) => secret.object.as_deref(),
+                    _ => None,
+                };
+                write_secret(ctx, source, found, &created, desired.rotate).await?;
+                drop(created);
+                info!(source = %key, integration = id, "created integration; key stored in its Secret");
+                if let Some(v) = desired.rotate {
+                    record_rotation(ctx, source, v).await?;
+                }
+                let note = format!(
+                    "created integration {id} ({}) on TerdutTeam {}; its webhook URL and key are \
+                     in Secret {secret_name}",
+                    desired.kind, target.team_name
+                );
+                events::publish(
+                    ctx,
+                    source,
+                    EventType::Normal,
+                    "IntegrationCreated",
+                    "Create",
+                    note,
+                )
+                .await;
+                return Ok(Executed::InSync { id });
+            }
+            IntegrationCreate::Existing(integration) => {
+                debug!(source = %key, integration = integration.id, "the external_id exists on the team");
+                server = ServerView::ByExternalId(integration);
+            }
+        }
+    }
+    Err(ReconcileError::Invalid(format!(
+        "integration {} kept reappearing on the server while being replaced; something else \
+         creates it",
+        external_id(&key.namespace, &key.name)
+    )))
+}
+
+/// The Warning (or, for the crash window, the explanation) of a recreate, published right
+/// after the old integration was deleted: from then on its key no longer works.
+async fn announce_recreate(
+    ctx: &Ctx,
+    source: &TerdutAlertSource,
+    key: &ObjectKey,
+    reason: &RecreateReason,
+    old: Option<Id>,
+    secret_name: &str,
 ) {
-    ctx.events
-        .publish(&source.object_ref(&()), type_, reason, action, note)
-        .await;
+    let old = old.map_or_else(
+        || "the integration".to_owned(),
+        |id| format!("integration {id}"),
+    );
+    let consequence = format!(
+        "the old webhook key no longer works: update what sends alerts from Secret {secret_name}, \
+         which gets the new URL and key"
+    );
+    let (reason_word, action, note) = match reason {
+        RecreateReason::KindChanged { from } => (
+            "WebhookKeyRotated",
+            "RecreateForKindChange",
+            format!(
+                "spec.kind changed from {from} to {}: deleted {old} to create it again; {consequence}",
+                source.spec.kind.as_str()
+            ),
+        ),
+        RecreateReason::DeletedOnServer => (
+            "WebhookKeyRotated",
+            "RecreateDeletedOnServer",
+            format!(
+                "{old} no longer exists on the server (deleted there); creating it again; \
+                 {consequence}"
+            ),
+        ),
+        RecreateReason::Requested { value } => {
+            let who = rotation_requester(ctx, key)
+                .await
+                .unwrap_or_else(|| "an unknown field manager".to_owned());
+            (
+                "WebhookKeyRotated",
+                "RecreateOnRequest",
+                format!(
+                    "rotation requested by {who} ({ANNOTATION_ROTATE}={}): deleted {old} to create \
+                     it again; {consequence}",
+                    printable(value)
+                ),
+            )
+        }
+        RecreateReason::CrashWindow => (
+            "OrphanIntegrationReplaced",
+            "RecreateOrphan",
+            format!(
+                "{old} exists on the server under this object's external_id, but no Secret ever \
+                 held its key (the operator stopped between creating it and storing the key), so \
+                 nothing can be using it: deleted it to create it again with a key that is stored"
+            ),
+        ),
+    };
+    // All Warnings: a key in use stops working, or (crash window) the operator crashed
+    // mid-create.
+    events::publish(ctx, source, EventType::Warning, reason_word, action, note).await;
+}
+
+/// A user-supplied annotation value, shortened and stripped of control characters for a note.
+fn printable(value: &str) -> String {
+    let clean: String = value.chars().filter(|c| !c.is_control()).take(64).collect();
+    format!("{clean:?}")
 }
 
 fn post_params() -> PostParams {
@@ -48,84 +296,11 @@ fn sources(ctx: &Ctx, key: &ObjectKey) -> Api<TerdutAlertSource> {
     Api::namespaced(ctx.kube.clone(), &key.namespace)
 }
 
-/// Sets `finalizers` with the object's resourceVersion as a precondition, so a concurrent
-/// change to the list is never clobbered; on a conflict (a lagging cache) it re-reads once.
-async fn set_finalizers(
-    ctx: &Ctx,
-    source: &TerdutAlertSource,
-    adding: bool,
-    edit: impl Fn(&mut Vec<String>) -> bool,
-) -> Result<(), ReconcileError> {
-    let key = ObjectKey::of(source);
-    let api = sources(ctx, &key);
-    let what = || format!("finalizers of TerdutAlertSource {key}");
-    let mut current = source.clone();
-    for attempt in 0..2 {
-        let mut finalizers = current.finalizers().to_vec();
-        if !edit(&mut finalizers) {
-            return Ok(());
-        }
-        let patch = json!({"metadata": {
-            "finalizers": finalizers,
-            "resourceVersion": current.resource_version(),
-        }});
-        ctx.metrics.kube_write(KIND, "finalizer");
-        match api
-            .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(written) => {
-                ctx.own_writes
-                    .record(KIND, &key, written.resource_version());
-                return Ok(());
-            }
-            // Gone already: nothing holds it any more. Not when adding: the pass runs on a copy
-            // of an object deleted before it got the finalizer, and must stop before its POST
-            // makes an integration no finalizer would delete (found by `just chaos`).
-            Err(kube::Error::Api(e)) if e.code == 404 && !adding => return Ok(()),
-            Err(kube::Error::Api(e)) if e.code == 409 && attempt == 0 => {
-                current = api
-                    .get(&key.name)
-                    .await
-                    .map_err(|e| ReconcileError::kube("get", what(), e))?;
-            }
-            Err(e) => return Err(ReconcileError::kube("patch", what(), e)),
-        }
-    }
-    Ok(())
-}
-
-/// Adds [`FINALIZER`] unless present. Called before any POST, so no integration can exist
-/// that the object's deletion would not clean up.
-pub async fn ensure_finalizer(ctx: &Ctx, source: &TerdutAlertSource) -> Result<(), ReconcileError> {
-    set_finalizers(ctx, source, true, |f| {
-        if f.iter().any(|x| x == FINALIZER) {
-            return false;
-        }
-        f.push(FINALIZER.to_owned());
-        true
-    })
-    .await
-}
-
-/// Removes [`FINALIZER`]: the object goes once nobody else holds it.
-pub async fn release_finalizer(
-    ctx: &Ctx,
-    source: &TerdutAlertSource,
-) -> Result<(), ReconcileError> {
-    set_finalizers(ctx, source, false, |f| {
-        let before = f.len();
-        f.retain(|x| x != FINALIZER);
-        f.len() != before
-    })
-    .await
-}
-
 /// Writes `created`'s url and key into the webhook Secret, in the step that created them.
 /// `found` is the Secret as observed (controlled by this object) or `None`: a new Secret is
 /// created, never applied over a Secret of someone else; an existing one of ours is replaced
 /// (with its resourceVersion, re-read on a conflict).
-pub async fn write_secret(
+async fn write_secret(
     ctx: &Ctx,
     source: &TerdutAlertSource,
     found: Option<&Secret>,
@@ -156,9 +331,9 @@ pub async fn write_secret(
         };
         match result {
             Ok(written) => {
-                // Its watch event is this pass's own write, no reason for another (issue 8).
+                // Its watch event is this pass's own write, no reason for another.
                 ctx.own_writes.record(
-                    SECRET_KIND,
+                    Written::WebhookSecret,
                     &ObjectKey::new(ns.clone(), name.clone()),
                     written.resource_version(),
                 );
@@ -188,7 +363,7 @@ pub async fn write_secret(
 
 /// Records on the object that the rotate value `value` was handled; survives a lost Secret, so
 /// an old value never mints a key again.
-pub async fn record_rotation(
+async fn record_rotation(
     ctx: &Ctx,
     source: &TerdutAlertSource,
     value: &str,
@@ -211,27 +386,9 @@ pub async fn record_rotation(
         .map_err(|e| ReconcileError::kube("annotate", format!("TerdutAlertSource {key}"), e))
 }
 
-/// Writes a status patch from `status::status_patch`.
-/// Returns the status as written.
-pub async fn patch_status(
-    ctx: &Ctx,
-    key: &ObjectKey,
-    patch: &serde_json::Value,
-) -> Result<Option<TerdutAlertSourceStatus>, ReconcileError> {
-    ctx.metrics.kube_write(KIND, "status");
-    let written = sources(ctx, key)
-        .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(patch))
-        .await
-        .map_err(|e| {
-            ReconcileError::kube("patch status of", format!("TerdutAlertSource {key}"), e)
-        })?;
-    ctx.own_writes.record(KIND, key, written.resource_version());
-    Ok(written.status)
-}
-
 /// Who set the rotate annotation: the field manager that owns it in `managedFields` (the
 /// informer cache strips them, so this reads the object). `None` when it cannot be told.
-pub async fn rotation_requester(ctx: &Ctx, key: &ObjectKey) -> Option<String> {
+async fn rotation_requester(ctx: &Ctx, key: &ObjectKey) -> Option<String> {
     let source = sources(ctx, key).get(&key.name).await.ok()?;
     let field = format!("f:{ANNOTATION_ROTATE}");
     source

@@ -10,7 +10,7 @@ use terdut_crds::v1alpha1::TerdutAlertSource;
 
 use crate::api::Id;
 use crate::context::Ctx;
-use crate::server::actor::TEST_FAULT_ANNOTATION;
+use crate::server::TEST_FAULT_ANNOTATION;
 
 /// Annotation value: panic right after the POST that created the integration and before the
 /// webhook Secret is written, once per object (a restarted actor must recover, not crash again).

@@ -1,26 +1,269 @@
-//! The observing half of a TerdutAlertSource pass: the webhook Secret (cache, or a live read
-//! before anything drastic) and the integration on the server (a GET by id every pass, which is
-//! how a deletion on the server is noticed at the next resync, DESIGN §5), kept only when the
-//! server says it is this source's.
+//! The observing half of a TerdutAlertSource pass (docs/design.md §4.5, §5). Children resolve
+//! through the team, but trust nothing a tenant can write (docs/security.md):
+//!
+//! - the team must exist, be Ready with a `teamID`, its server must accept this namespace
+//!   (the same consent function as the team's, asked of the parent), and the server must
+//!   confirm that id is `<namespace>/<teamRef>` before any integration is created, renamed,
+//!   rotated or deleted on it;
+//! - the webhook Secret comes from the cache (a live read before anything drastic);
+//! - the integration named by the Secret (else by the status) is looked up by id every pass,
+//!   which is how a deletion on the server is noticed at the next resync, and kept only when
+//!   the server says it is this source's.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::reflector::ObjectRef;
-
 use kube::runtime::events::EventType;
-use terdut_crds::v1alpha1::TerdutAlertSource;
+use kube::runtime::reflector::ObjectRef;
+use terdut_crds::v1alpha1::conditions::{READY, find, is_ready};
+use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutTeam};
 use tracing::warn;
 
-use super::apply::event;
-use super::names::{ANNOTATION_INTEGRATION_ID, external_id};
-use super::plan::{SecretView, ServerView, lookup_id};
+use super::SourceMemory;
+use super::names::{
+    ANNOTATION_INTEGRATION_ID, ANNOTATION_ROTATE, ANNOTATION_ROTATED_FOR, external_id, secret_name,
+    validate_source_name,
+};
+use super::plan::{Desired, Inputs, SecretView, ServerView, integration_kind, lookup_id, plan};
 use super::secret::{describe, view};
+use super::status::Outcome;
 use crate::api::{ApiError, Id, TerdutClient};
+use crate::consent::Consent;
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
+use crate::pipeline::Pass;
+use crate::server::observe::team_server_key;
+use crate::team::plan::external_id as team_external_id;
+use crate::tree::Credentials;
+use crate::write::events;
+
+/// What observing found.
+#[derive(Debug)]
+pub enum Observed {
+    /// The pass ends here with this outcome.
+    Stopped(Outcome),
+    Reachable(Box<Reachable>),
+}
+
+/// A source whose team and server are proven, with its Secret and integration as found.
+#[derive(Debug)]
+pub struct Reachable {
+    pub granted: Granted,
+    /// `status.integrationID` (a hint).
+    pub status_id: Option<Id>,
+    pub secret: SecretObservation,
+    pub server: ServerView,
+}
+
+pub async fn observe(
+    pass: Pass<'_>,
+    source: &TerdutAlertSource,
+    memory: &SourceMemory,
+) -> Result<Observed, ReconcileError> {
+    let ctx = pass.ctx;
+    let key = ObjectKey::of(source);
+    if let Err(m) = validate_source_name(&key.name) {
+        return Ok(Observed::Stopped(Outcome::InvalidSpec(m)));
+    }
+    let granted = match access(pass, source).await? {
+        Access::Granted(g) => g,
+        Access::Denied(outcome) => return Ok(Observed::Stopped(outcome)),
+    };
+    let status_id = source.status.as_ref().and_then(|s| s.integration_id);
+    let uid = source.uid().unwrap_or_default();
+    let name = secret_name(&key.name);
+    let mut secret = self::secret(ctx, &key.namespace, &name, &uid, Read::Cache).await?;
+    let mut server = integration(
+        ctx,
+        source,
+        &granted.client,
+        granted.team_id,
+        &secret.view,
+        status_id,
+    )
+    .await?;
+    // The integration this runtime itself last had Ready is gone: the server lost its data
+    // (docs/design.md §5), so every team and source of it looks now.
+    if let ServerView::Gone(id) = &server
+        && memory.integration_id == Some(*id)
+        && let Some(hooks) = ctx.on_server.get()
+    {
+        hooks.data_lost(&granted.server);
+    }
+    let first = plan(&Inputs {
+        desired: desired(source),
+        status_id,
+        secret: &secret.view,
+        server: &server,
+    });
+    if first.is_drastic() {
+        // Never mint, destroy or fail closed on a cache's word: read the Secret itself.
+        secret = self::secret(ctx, &key.namespace, &name, &uid, Read::Live).await?;
+        server = integration(
+            ctx,
+            source,
+            &granted.client,
+            granted.team_id,
+            &secret.view,
+            status_id,
+        )
+        .await?;
+    }
+    Ok(Observed::Reachable(Box::new(Reachable {
+        granted,
+        status_id,
+        secret,
+        server,
+    })))
+}
+
+/// What the spec and the annotations of `source` ask for.
+pub fn desired(source: &TerdutAlertSource) -> Desired<'_> {
+    let annotations = source.annotations();
+    Desired {
+        kind: integration_kind(source.spec.kind),
+        name: &source.spec.name,
+        rotate: annotations.get(ANNOTATION_ROTATE).map(String::as_str),
+        rotated_for: annotations.get(ANNOTATION_ROTATED_FOR).map(String::as_str),
+    }
+}
+
+/// The team as far as its sources are concerned, from the cache (nothing proven yet).
+#[derive(Debug)]
+pub enum TeamView {
+    /// Ready, with the id its status claims and the key of its TerdutServer.
+    Ready {
+        team: Arc<TerdutTeam>,
+        team_id: Id,
+        server: ObjectKey,
+    },
+    /// No TerdutTeam of that name in the namespace.
+    NotFound,
+    /// It exists but is not Ready (or has no `teamID` yet); why, for the condition.
+    NotReady { team: Arc<TerdutTeam>, why: String },
+}
+
+/// Looks the team up in the cache.
+pub fn team(ctx: &Ctx, source: &TerdutAlertSource) -> TeamView {
+    let ns = source.namespace().unwrap_or_default();
+    let Some(team) = ctx
+        .stores
+        .teams
+        .get(&ObjectRef::new(&source.spec.team_ref.name).within(&ns))
+    else {
+        return TeamView::NotFound;
+    };
+    let status = team.status.clone().unwrap_or_default();
+    let ready = is_ready(&status.conditions);
+    match (ready, status.team_id) {
+        (true, Some(team_id)) => TeamView::Ready {
+            server: team_server_key(&team),
+            team,
+            team_id,
+        },
+        (_, team_id) => {
+            let why = match find(&status.conditions, READY) {
+                Some(c) if c.status != "True" => format!("{}: {}", c.reason, c.message),
+                Some(_) if team_id.is_none() => "it has no status.teamID yet".to_owned(),
+                Some(_) => "not Ready".to_owned(),
+                None => "the operator has not reported on it yet".to_owned(),
+            };
+            TeamView::NotReady { team, why }
+        }
+    }
+}
+
+/// Everything a pass may act with, proven.
+#[derive(Debug)]
+pub struct Granted {
+    pub client: Arc<TerdutClient>,
+    /// Confirmed by the server to be `<namespace>/<teamRef>`.
+    pub team_id: Id,
+    pub server: ObjectKey,
+}
+
+/// The answer of [`access`].
+#[derive(Debug)]
+pub enum Access {
+    Granted(Granted),
+    /// Why not, as the status should say.
+    Denied(Outcome),
+}
+
+/// Resolves and proves the team of `source` for a convergence pass: the team Ready with an id,
+/// its server's consent for this namespace, the server's client, and the server's word that
+/// the id is this team.
+pub async fn access(pass: Pass<'_>, source: &TerdutAlertSource) -> Result<Access, ReconcileError> {
+    let ctx = pass.ctx;
+    let team_name = source.spec.team_ref.name.clone();
+    let (team_id, server) = match team(ctx, source) {
+        TeamView::NotFound => return Ok(Access::Denied(Outcome::TeamNotFound { team: team_name })),
+        TeamView::NotReady { why, .. } => {
+            return Ok(Access::Denied(Outcome::WaitingForTeam {
+                team: team_name,
+                detail: why,
+            }));
+        }
+        TeamView::Ready {
+            team_id, server, ..
+        } => (team_id, server),
+    };
+    let namespace = source.namespace().unwrap_or_default();
+    if let Consent::Refused(why) = pass.parent.consent(ctx, &server, &namespace).await {
+        return Ok(Access::Denied(Outcome::RefNotPermitted(why)));
+    }
+    let client = match pass.parent.credentials(ctx, &server).await {
+        Credentials::Ready(c) => c,
+        Credentials::NotReady(detail) => {
+            return Ok(Access::Denied(Outcome::WaitingForServer { detail }));
+        }
+    };
+    match verify_team(&client, team_id, &namespace, &team_name).await? {
+        TeamCheck::Ours => Ok(Access::Granted(Granted {
+            client,
+            team_id,
+            server,
+        })),
+        TeamCheck::NotOurs(detail) => Ok(Access::Denied(Outcome::TeamUnverified {
+            team: team_name,
+            detail: format!("{detail}; waiting for the TerdutTeam's next pass to correct it"),
+        })),
+    }
+}
+
+/// What the server says about a team id a status or a memory claims.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TeamCheck {
+    /// It is `<namespace>/<team>`.
+    Ours,
+    /// It is another team or none; the message says which without naming another tenant's.
+    NotOurs(String),
+}
+
+/// Asks the server whether team `team_id` is the TerdutTeam `namespace/team`.
+pub async fn verify_team(
+    client: &TerdutClient,
+    team_id: Id,
+    namespace: &str,
+    team: &str,
+) -> Result<TeamCheck, ReconcileError> {
+    let want = team_external_id(&ObjectKey::new(namespace, team));
+    match client.get_team(team_id).await {
+        Ok(t) if t.id == team_id && t.external_id == want => Ok(TeamCheck::Ours),
+        // Never echo the other team's external_id or name: it may be another tenant's.
+        Ok(_) => Ok(TeamCheck::NotOurs(format!(
+            "status.teamID {team_id} of TerdutTeam {team} names a team on the server that is not \
+             {want}, so it is not used"
+        ))),
+        Err(ApiError::NotFound) => Ok(TeamCheck::NotOurs(format!(
+            "status.teamID {team_id} of TerdutTeam {team} names no team on the server"
+        ))),
+        Err(e) => Err(e.into()),
+    }
+}
 
 /// Where to read the Secret from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,7 +327,7 @@ pub async fn secret(
 /// tenant can write (its own Secret's annotation, its own status): an id naming someone else's
 /// integration is dropped with a Warning, and the pass goes on as if none were recorded, so it
 /// never renames, rotates or deletes an integration it did not make.
-pub async fn server(
+pub async fn integration(
     ctx: &Ctx,
     source: &TerdutAlertSource,
     client: &TerdutClient,
@@ -119,7 +362,7 @@ pub async fn server(
 /// other integration nor its team: they may be another tenant's.
 async fn foreign_hint(ctx: &Ctx, source: &TerdutAlertSource, id: Id, want: &str) {
     warn!(source = %ObjectKey::of(source), integration = id, "recorded integration id is not this source's; ignored");
-    event(
+    events::publish(
         ctx,
         source,
         EventType::Warning,

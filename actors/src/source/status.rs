@@ -180,6 +180,61 @@ pub fn status_patch(
     }))
 }
 
+/// The status after a pass that ended in `outcome`, when to look again, and the Warning of a
+/// source that starts failing closed or is blocked by a foreign Secret (once per streak).
+pub fn verdict(
+    source: &terdut_crds::v1alpha1::TerdutAlertSource,
+    outcome: &Outcome,
+) -> crate::pipeline::Verdict<DesiredStatus> {
+    use crate::pipeline::{Announce, Next, Verdict};
+    use crate::runtime::events::EventType;
+    use kube::ResourceExt;
+    let secret = super::names::secret_name(&source.name_any());
+    let desired = desired_status(outcome, source.metadata.generation, &secret);
+    let next = match outcome {
+        Outcome::WaitingForServer { .. } | Outcome::TeamUnverified { .. } => Next::Wait,
+        _ => Next::Resync,
+    };
+    let announce = matches!(
+        outcome,
+        Outcome::SecretLost { .. } | Outcome::SecretConflict
+    )
+    .then(|| Announce {
+        type_: EventType::Warning,
+        reason: desired.ready.reason.clone(),
+        message: desired.ready.message.clone(),
+        on_message: false,
+    });
+    Verdict::new(desired, next).announce(announce)
+}
+
+/// The status after a pass that failed with `error`: the object says why (a deletion, that it
+/// is blocked), and the pass is retried.
+pub fn failed(
+    source: &terdut_crds::v1alpha1::TerdutAlertSource,
+    error: &crate::error::ReconcileError,
+) -> DesiredStatus {
+    use crate::error::ReconcileError;
+    use kube::ResourceExt;
+    let outcome = if source.metadata.deletion_timestamp.is_some() {
+        Outcome::DeletionBlocked(format!("deleting the integration failed: {error}"))
+    } else {
+        let reason = match error {
+            ReconcileError::Api(_) => reasons::SERVER_ERROR,
+            ReconcileError::Actor { .. } => reasons::WAITING_FOR_SERVER,
+            ReconcileError::Kube { .. }
+            | ReconcileError::Invalid(_)
+            | ReconcileError::Conflict(_) => reasons::APPLY_FAILED,
+        };
+        Outcome::Failed {
+            reason,
+            message: error.to_string(),
+        }
+    };
+    let secret = super::names::secret_name(&source.name_any());
+    desired_status(&outcome, source.metadata.generation, &secret)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

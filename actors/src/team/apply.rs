@@ -1,15 +1,260 @@
-//! The only place a TerdutTeam pass writes to its server: runs the calls of a
-//! [`plan`](super::plan::plan) in order, says what each failure means for the pass, and
-//! describes each applied call for its Event (DESIGN §12).
+//! The only place a TerdutTeam pass writes to its server: runs the planned calls in order
+//! (docs/design.md §4.2: create-or-find, rename, OIDC groups, the ladder, the switches), says
+//! what each failure means for the pass, and describes each applied call for its Event (§12).
+//!
+//! When no team is known the plan is the create-or-find POST alone; its answer (the team it
+//! created, or found by `external_id`) is observed and planned again, so one pass converges.
+//! A team found that this object never made is only taken over with the adopt annotation
+//! (ADR 0007).
 
-use crate::api::{ApiError, TeamCreate, TerdutClient};
+use kube::ResourceExt;
+use terdut_crds::v1alpha1::TerdutTeam;
+use tracing::{info, warn};
+
+use super::TeamMemory;
+use super::finalize::FINALIZER;
+use super::observe::{self, Observed, Reachable};
+use super::plan::{self, Call, Desired};
+use super::status::{ADOPT_ANNOTATION, Outcome};
+use crate::api::{ApiError, Id, Team, TeamCreate, TerdutClient};
+use crate::context::Ctx;
+use crate::error::ReconcileError;
 use crate::key::ObjectKey;
+use crate::pipeline::Pass;
+use crate::write::{events, finalizer};
 
-use super::plan::{Call, Desired};
-use super::status::Outcome;
+/// How a pass ended and the team's id as it now knows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    pub outcome: Outcome,
+    pub team_id: Option<Id>,
+}
+
+/// Carries out `calls` (the plan of `observed`). `Err` only for a failed Kubernetes write
+/// (the finalizer); everything the server answers is an [`Outcome`].
+pub async fn apply(
+    pass: Pass<'_>,
+    team: &TerdutTeam,
+    observed: Observed,
+    calls: Vec<Call>,
+    memory: &mut TeamMemory,
+) -> Result<Applied, ReconcileError> {
+    let ctx = pass.ctx;
+    let r = match observed {
+        Observed::Stopped { outcome, team_id } => return Ok(Applied { outcome, team_id }),
+        Observed::Reachable(r) => r,
+    };
+    // Before the first call that can create the team: no team may exist that deleting the
+    // object would not remove.
+    finalizer::add(ctx, team, FINALIZER).await?;
+    let Reachable {
+        client,
+        server,
+        desired,
+        known,
+        team_id,
+        drift,
+        had_finalizer,
+    } = *r;
+    let key = ObjectKey::of(team);
+    let (calls, team_id) = match known {
+        Some(state) => (calls, Some(state.team.id)),
+        // `team_id`, if any, names no team of ours any more: it was deleted on the server.
+        None => {
+            let earlier = Earlier {
+                lost: team_id,
+                had_finalizer,
+            };
+            match found_or_created(ctx, team, &client, &desired, &server, earlier, drift).await {
+                Ok(state) => {
+                    let id = state.team.id;
+                    (plan::plan(&desired, Some(&state)), Some(id))
+                }
+                Err(outcome) => {
+                    let applied = Applied {
+                        outcome,
+                        team_id: None,
+                    };
+                    memory.team_id = None;
+                    return Ok(applied);
+                }
+            }
+        }
+    };
+    memory.team_id = team_id;
+    let (mut blocked, mut stopped) = (None, None);
+    for call in calls {
+        match execute(&client, &call).await {
+            Ok(()) => {
+                info!(team = %key, call = %describe(&call), drift, "applied");
+                if drift {
+                    ctx.metrics.drift_corrected("team");
+                }
+                if let Some(ev) = event_for(&call, drift) {
+                    events::normal(ctx, team, ev.reason, ev.action, ev.note).await;
+                }
+            }
+            Err(e) => match classify(&call, &e, &server) {
+                Failure::Blocks(outcome) => {
+                    blocked.get_or_insert(outcome);
+                }
+                Failure::Stops(outcome) => {
+                    stopped = Some(outcome);
+                    break;
+                }
+            },
+        }
+    }
+    // A refusal the user must act on says more than a hiccup that stopped the later calls.
+    let outcome = blocked.or(stopped).unwrap_or(Outcome::Ready);
+    Ok(Applied { outcome, team_id })
+}
+
+/// What this object knew of a team before the create-or-find step.
+#[derive(Clone, Copy, Debug)]
+struct Earlier {
+    /// The id status (or the actor) had, whose team is gone: a 201 then means the team was
+    /// recreated (a Warning Event).
+    lost: Option<Id>,
+    /// The object carried the finalizer before this pass, so an earlier pass of it may have
+    /// created the team (the finalizer goes on before the first create).
+    had_finalizer: bool,
+}
+
+impl Earlier {
+    /// Nothing ties this object to a team: one found by `external_id` was made for another.
+    fn knows_nothing(&self) -> bool {
+        self.lost.is_none() && !self.had_finalizer
+    }
+}
+
+/// The create-or-find step for a team the pass knows no (valid) id of.
+async fn found_or_created(
+    ctx: &Ctx,
+    team: &TerdutTeam,
+    client: &TerdutClient,
+    desired: &Desired,
+    server: &ObjectKey,
+    earlier: Earlier,
+    drift: bool,
+) -> Result<plan::Observed, Outcome> {
+    let call = plan::create_or_find(desired);
+    let created = match create(client, desired).await {
+        Ok(created) => created,
+        Err(e) => return Err(classify(&call, &e, server).outcome().clone()),
+    };
+    let read_rest = |t: Team| async move {
+        let id = t.id;
+        observe::rest(client, t).await.map_err(|e| {
+            Outcome::WaitingForServer(format!(
+                "TerdutServer {server} could not be read (team {id}): {e}; retrying"
+            ))
+        })
+    };
+    match created {
+        TeamCreate::Created(t) => {
+            if drift {
+                ctx.metrics.drift_corrected("team");
+            }
+            match earlier.lost {
+                Some(old) => {
+                    events::warning(
+                        ctx,
+                        team,
+                        "TeamRecreated",
+                        "Create",
+                        format!(
+                            "team {old} was deleted on TerdutServer {server} behind the \
+                             operator's back; created it again as team {} and applying the \
+                             spec to it (what the server kept with the old team, such as its \
+                             incident history, is not restored)",
+                            t.id
+                        ),
+                    )
+                    .await
+                }
+                None => {
+                    events::normal(
+                        ctx,
+                        team,
+                        "TeamCreated",
+                        "Create",
+                        format!(
+                            "created team {} ({:?}) on TerdutServer {server} with external_id {}",
+                            t.id, t.name, t.external_id
+                        ),
+                    )
+                    .await
+                }
+            }
+            info!(team = %team.name_any(), id = t.id, "created the team on the server");
+            Ok(observe::fresh(t))
+        }
+        TeamCreate::Found(t) if earlier.knows_nothing() => {
+            adopt(ctx, team, server, &t).await?;
+            read_rest(t).await
+        }
+        TeamCreate::Found(t) => {
+            // A lost status or a crash after the create: the same team, found by its identity.
+            info!(team = %team.name_any(), id = t.id, "found the team on the server by its external_id");
+            read_rest(t).await
+        }
+    }
+}
+
+/// A team with this object's `external_id` that this object never made (ADR 0007): a namespace
+/// deleted and recreated, or a new TerdutTeam reusing an old one's name. Taken over only with
+/// [`ADOPT_ANNOTATION`] naming its id, with a Warning either way; otherwise the finalizer just
+/// added is released again (the object holds nothing on the server, so deleting it must not
+/// delete that team) and the pass ends `Adopted`.
+async fn adopt(ctx: &Ctx, team: &TerdutTeam, server: &ObjectKey, t: &Team) -> Result<(), Outcome> {
+    let opted_in = team.annotations().get(ADOPT_ANNOTATION).map(String::as_str)
+        == Some(t.id.to_string().as_str());
+    if opted_in {
+        info!(team = %team.name_any(), id = t.id, "adopting the existing team (annotation)");
+        events::warning(
+            ctx,
+            team,
+            "Adopted",
+            "Adopt",
+            format!(
+                "took over team {} ({:?}) on TerdutServer {server}, which existed before this \
+                 TerdutTeam with its external_id {}, as {ADOPT_ANNOTATION} asks; what the server \
+                 kept with it, such as its incident history, stays with it",
+                t.id, t.name, t.external_id
+            ),
+        )
+        .await;
+        return Ok(());
+    }
+    warn!(team = %team.name_any(), id = t.id, "a team with this external_id exists; not adopted without the annotation");
+    if let Err(e) = release_live(ctx, team).await {
+        return Err(Outcome::WaitingForServer(format!(
+            "team {} exists on TerdutServer {server} and is not adopted, but the finalizer could \
+             not be released yet: {e}; retrying",
+            t.id
+        )));
+    }
+    Err(Outcome::Adopted { team_id: t.id })
+}
+
+/// Removes the finalizer from the object as it is now (read live): the pass added it moments
+/// ago, so its copy's resourceVersion is stale.
+async fn release_live(ctx: &Ctx, team: &TerdutTeam) -> Result<(), ReconcileError> {
+    let key = ObjectKey::of(team);
+    let api: kube::Api<TerdutTeam> = kube::Api::namespaced(ctx.kube.clone(), &key.namespace);
+    let live = api
+        .get_opt(&key.name)
+        .await
+        .map_err(|e| ReconcileError::kube("get", format!("TerdutTeam {key}"), e))?;
+    match live {
+        Some(live) => finalizer::release(ctx, &live, FINALIZER).await,
+        None => Ok(()),
+    }
+}
 
 /// Sends one call. `CreateTeam`'s answer is needed by the pass: it runs through [`create`].
-pub async fn execute(client: &TerdutClient, call: &Call) -> Result<(), ApiError> {
+async fn execute(client: &TerdutClient, call: &Call) -> Result<(), ApiError> {
     match call {
         Call::CreateTeam { name, external_id } => {
             client.create_team(name, external_id).await.map(done)

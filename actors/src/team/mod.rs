@@ -1,25 +1,108 @@
-//! The TerdutTeam actor (DESIGN §4.2, §4.6, §5; issue 5): a team, its escalation ladder and
-//! its dead man's switches on a terdut-server, reached through the server's actor.
+//! TerdutTeam (docs/design.md §4.2, §4.6, §5): a team, its escalation ladder and its dead man's
+//! switches on a terdut-server, through the one pipeline (`crate::pipeline`):
 //!
-//! - [`plan`]: PURE (spec, observed server state) -> ordered calls.
-//! - [`status`]: PURE outcome -> Ready condition, teamID, observedGeneration; patch or `None`.
-//! - [`finalizer`]: the `terdut.ryuvia.com/team-cleanup` finalizer patches.
-//! - [`access`]: server exists? consent? client? — asked of the server actor.
-//! - [`observe`]: the three reads that show drift.
-//! - [`apply`]: executes calls; what a failure means; the Event of each call.
-//! - [`pass`]: one convergence pass; [`delete`]: one deletion pass.
-//! - [`events`]: Normal/Warning Events, a Warning once per failure streak.
-//! - [`reconcile`]: one pass, its status write and Events, the next delay (runtime-independent).
-//! - [`actor`]: messages and the timer; a thin shell over [`reconcile`].
+//! - [`observe`]: may the server be called (it exists, it accepts the namespace, its actor has
+//!   a client), and the team as the server has it (three GETs);
+//! - [`plan`]: PURE (spec, observed) -> ordered calls;
+//! - [`apply`]: runs the calls, create-or-find first when no team is known, adoption;
+//! - [`status`]: PURE outcome -> Ready, teamID, observedGeneration; patch or `None`;
+//! - [`finalize`]: the team-cleanup finalizer: delete on the server, then release.
 
-pub mod access;
-pub mod actor;
 pub mod apply;
-pub mod delete;
-pub mod events;
-pub mod finalizer;
+pub mod finalize;
 pub mod observe;
-pub mod pass;
 pub mod plan;
-pub mod reconcile;
 pub mod status;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+use terdut_crds::v1alpha1::{TerdutTeam, TerdutTeamStatus};
+
+use crate::api::Id;
+use crate::error::ReconcileError;
+use crate::kind::Kind;
+use crate::pipeline::{Finalized, Pass, Pipeline, Verdict};
+
+/// What the pipeline keeps for one TerdutTeam between passes.
+#[derive(Clone, Debug, Default)]
+pub struct TeamMemory {
+    /// The team id the last pass ended with: a nudge queued while the pass that created the
+    /// team ran can be handled before the cache has that pass's status write, and would
+    /// otherwise repeat the POST. Also how a pass knows the server lost its data.
+    pub team_id: Option<Id>,
+    /// The deletion Warning already published in the current streak.
+    pub warned: Option<String>,
+}
+
+/// The TerdutTeam pipeline.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Team;
+
+impl Pipeline for Team {
+    type Object = TerdutTeam;
+    type Memory = TeamMemory;
+    type Observed = observe::Observed;
+    type Plan = Vec<plan::Call>;
+    type Applied = apply::Applied;
+    type Desired = status::DesiredStatus;
+
+    const KIND: Kind = Kind::Team;
+
+    async fn observe<'a>(
+        &'a self,
+        pass: Pass<'a>,
+        team: &'a TerdutTeam,
+        memory: &'a mut TeamMemory,
+    ) -> Result<observe::Observed, ReconcileError> {
+        observe::observe(pass, team, memory).await
+    }
+
+    fn plan(_team: &TerdutTeam, observed: &observe::Observed) -> Vec<plan::Call> {
+        match observed {
+            observe::Observed::Stopped { .. } => vec![],
+            observe::Observed::Reachable(r) => plan::plan(&r.desired, r.known.as_ref()),
+        }
+    }
+
+    async fn apply<'a>(
+        &'a self,
+        pass: Pass<'a>,
+        team: &'a TerdutTeam,
+        observed: observe::Observed,
+        calls: Vec<plan::Call>,
+        memory: &'a mut TeamMemory,
+    ) -> Result<apply::Applied, ReconcileError> {
+        apply::apply(pass, team, observed, calls, memory).await
+    }
+
+    fn status(team: &TerdutTeam, applied: &apply::Applied) -> Verdict<status::DesiredStatus> {
+        status::verdict(team, applied)
+    }
+
+    fn failed(_team: &TerdutTeam, _error: &ReconcileError) -> Option<status::DesiredStatus> {
+        // Only Kubernetes writes fail a team's pass (the finalizer); the server's answers are
+        // outcomes. The status stays as it is and the pass is retried.
+        None
+    }
+
+    fn paused(team: &TerdutTeam) -> Option<status::DesiredStatus> {
+        status::is_paused(team.annotations()).then(|| status::paused_status(team.status.as_ref()))
+    }
+
+    fn patch(
+        current: Option<&TerdutTeamStatus>,
+        desired: &status::DesiredStatus,
+        now: Time,
+    ) -> Option<serde_json::Value> {
+        status::status_patch(current, desired, now)
+    }
+
+    async fn finalize<'a>(
+        &'a self,
+        pass: Pass<'a>,
+        team: &'a TerdutTeam,
+        memory: &'a mut TeamMemory,
+    ) -> Result<Finalized<status::DesiredStatus>, ReconcileError> {
+        finalize::finalize(pass, team, memory).await
+    }
+}

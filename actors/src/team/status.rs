@@ -223,6 +223,57 @@ pub fn status_patch(
     }))
 }
 
+/// The status after a pass that ended in `applied`, when to look again, and the Event of a
+/// not-Ready reason: Normal while waiting for a server that is starting (expected on the way
+/// up), a Warning for every reason a user acts on, again when its message changes (another
+/// unknown user, another refusal).
+pub fn verdict(
+    team: &terdut_crds::v1alpha1::TerdutTeam,
+    applied: &super::apply::Applied,
+) -> crate::pipeline::Verdict<DesiredStatus> {
+    use crate::pipeline::{Announce, Next, Verdict};
+    use crate::runtime::events::EventType;
+    let server = crate::server::observe::team_server_key(team);
+    let desired = desired_status(
+        &applied.outcome,
+        &StatusInputs {
+            server: &server,
+            display_name: &team.spec.display_name,
+            generation: team.metadata.generation,
+            team_id: applied.team_id,
+        },
+    );
+    let next = match &applied.outcome {
+        Outcome::Ready
+        | Outcome::ServerRefNotFound
+        | Outcome::RefNotPermitted(_)
+        | Outcome::InvalidSpec(_)
+        // Waits for an annotation (a watch event); a team deleted on the server is seen at
+        // the resync.
+        | Outcome::Adopted { .. } => Next::Resync,
+        Outcome::TeamNameTaken | Outcome::UnknownUser { .. } => Next::Blocked,
+        Outcome::WaitingForServer(_) => Next::Wait,
+    };
+    let announce = desired
+        .ready
+        .as_ref()
+        .filter(|_| !applied.outcome.is_ready())
+        .map(|c| {
+            let waiting = matches!(applied.outcome, Outcome::WaitingForServer(_));
+            Announce {
+                type_: if waiting {
+                    EventType::Normal
+                } else {
+                    EventType::Warning
+                },
+                reason: c.reason.clone(),
+                message: c.message.clone(),
+                on_message: !waiting,
+            }
+        });
+    Verdict::new(desired, next).announce(announce)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

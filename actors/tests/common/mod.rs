@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use terdut_actors::clock::SystemClock;
 use terdut_actors::context::{Ctx, OperatorConfig};
+use terdut_actors::object_actor::SourceFactory;
+use terdut_actors::object_actor::TeamFactory;
 use terdut_actors::operator::{self, Metrics, StartOptions};
-use terdut_actors::server::actor::ServerFactory;
-use terdut_actors::source::actor::SourceFactory;
 use terdut_actors::supervisor::{Jitter, RestartPolicy, SupervisorMsg};
-use terdut_actors::team::actor::TeamFactory;
+use terdut_actors::tree::server::ServerFactory;
 use terdut_testenv::ControlPlane;
 
 /// The operator of this test binary.

@@ -1,6 +1,6 @@
-//! Baselines (b) and (c) of issue 8: the same team and alert-source reconcile
-//! (`TeamReconciler`, `SourceReconciler`) driven by plain kube-runtime `Controller`s instead of
-//! one actor per object. TerdutServers stay with their actors (they hand out credentials and
+//! Baselines (b) and (c): the same team and alert-source pipelines (`pipeline::Driver` of
+//! `Team`, `Source`) driven by plain kube-runtime `Controller`s instead of one actor per
+//! object. TerdutServers stay with their actors (they hand out credentials and
 //! consent), so only the runtime of teams and sources changes.
 //!
 //! Plain means: every watch event of the object (its own status writes included) triggers a
@@ -20,9 +20,11 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use terdut_actors::context::Ctx;
 use terdut_actors::key::ObjectKey;
+use terdut_actors::pipeline::{Driver, Memory};
 use terdut_actors::server::observe::team_server_key;
-use terdut_actors::source::reconcile::{SourceMemory, SourceReconciler};
-use terdut_actors::team::reconcile::{TeamMemory, TeamReconciler};
+use terdut_actors::source::Source;
+use terdut_actors::team::Team;
+use terdut_actors::tree::Parent;
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 use tokio::task::JoinHandle;
 
@@ -40,13 +42,13 @@ impl Baseline {
 }
 
 struct TeamCtx {
-    reconciler: TeamReconciler,
-    memory: DashMap<ObjectRef<TerdutTeam>, TeamMemory>,
+    driver: Driver<Team>,
+    memory: DashMap<ObjectRef<TerdutTeam>, Memory<Team>>,
 }
 
 struct SourceCtx {
-    reconciler: SourceReconciler,
-    memory: DashMap<ObjectRef<TerdutAlertSource>, SourceMemory>,
+    driver: Driver<Source>,
+    memory: DashMap<ObjectRef<TerdutAlertSource>, Memory<Source>>,
     /// The newest resourceVersion of each team the source Controller's team watch delivered.
     teams_seen: Arc<DashMap<ObjectRef<TerdutTeam>, u64>>,
 }
@@ -62,7 +64,11 @@ fn version<K: kube::Resource>(obj: &K) -> u64 {
 async fn reconcile_team(team: Arc<TerdutTeam>, cx: Arc<TeamCtx>) -> Result<Action, Infallible> {
     let key = ObjectRef::from_obj(team.as_ref());
     let mut memory = cx.memory.remove(&key).map(|(_, m)| m).unwrap_or_default();
-    let next = cx.reconciler.reconcile(&team, &mut memory).await;
+    // Outside the tree: the server's actor is looked up and asked, as a child would ask it.
+    let next = cx
+        .driver
+        .reconcile(&Parent::Lookup, &team, &mut memory)
+        .await;
     cx.memory.insert(key, memory);
     Ok(Action::requeue(next))
 }
@@ -79,7 +85,7 @@ async fn reconcile_source(
     let team = ObjectRef::new(&source.spec.team_ref.name)
         .within(&key.namespace.clone().unwrap_or_default());
     if let Some(want) = cx.teams_seen.get(&team).map(|v| *v) {
-        let stores = &cx.reconciler.ctx.stores;
+        let stores = &cx.driver.ctx.stores;
         for _ in 0..200 {
             if stores
                 .teams
@@ -92,7 +98,10 @@ async fn reconcile_source(
         }
     }
     let mut memory = cx.memory.remove(&key).map(|(_, m)| m).unwrap_or_default();
-    let next = cx.reconciler.reconcile(&source, &mut memory).await;
+    let next = cx
+        .driver
+        .reconcile(&Parent::Lookup, &source, &mut memory)
+        .await;
     cx.memory.insert(key, memory);
     Ok(Action::requeue(next))
 }
@@ -132,7 +141,7 @@ pub fn spawn(client: &kube::Client, ctx: &Ctx, ns: &str, concurrency: u16) -> Ba
         reconcile_team,
         |_, _: &Infallible, _| Action::await_change(),
         Arc::new(TeamCtx {
-            reconciler: TeamReconciler::new(ctx.clone()),
+            driver: Driver::new(ctx.clone(), Team),
             memory: DashMap::new(),
         }),
     )
@@ -176,7 +185,7 @@ pub fn spawn(client: &kube::Client, ctx: &Ctx, ns: &str, concurrency: u16) -> Ba
             reconcile_source,
             |_, _: &Infallible, _| Action::await_change(),
             Arc::new(SourceCtx {
-                reconciler: SourceReconciler::new(ctx.clone()),
+                driver: Driver::new(ctx.clone(), Source),
                 memory: DashMap::new(),
                 teams_seen,
             }),

@@ -8,7 +8,7 @@ use ractor::rpc::CallResult;
 use serde_json::json;
 use terdut_actors::context::Ctx;
 use terdut_actors::key::ObjectKey;
-use terdut_actors::server::actor::{Credentials, ServerMsg};
+use terdut_actors::tree::{Credentials, server::ServerMsg};
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 use terdut_standin::FaultRule;
 

@@ -33,11 +33,11 @@ use serde_json::{Value, json};
 use terdut_actors::clock::SystemClock;
 use terdut_actors::context::OperatorConfig;
 use terdut_actors::key::ObjectKey;
+use terdut_actors::object_actor::SourceMsg;
+use terdut_actors::object_actor::TeamMsg;
 use terdut_actors::operator::{self, ChildRuntime, Metrics, RunningOperator, StartOptions};
-use terdut_actors::server::actor::ServerMsg;
-use terdut_actors::source::actor::SourceMsg;
 use terdut_actors::supervisor::{RestartPolicy, SupervisorMsg, snapshot};
-use terdut_actors::team::actor::TeamMsg;
+use terdut_actors::tree::server::ServerMsg;
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutTeam};
 use terdut_testenv::ControlPlane;
 

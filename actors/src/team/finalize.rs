@@ -33,32 +33,44 @@ use kube::api::Api;
 use terdut_crds::v1alpha1::{TerdutServer, TerdutTeam};
 use tracing::info;
 
-use super::access::{Access, access, server_cached};
-use super::events;
-use super::finalizer;
+use super::TeamMemory;
+use super::observe::{access, server_cached};
 use super::plan::external_id;
-use super::reconcile::Next;
-use super::status::{Outcome, StatusInputs, desired_status};
+use super::status::{DesiredStatus, Outcome, StatusInputs, desired_status};
 use crate::api::{ApiError, Deletion, Id, TerdutClient};
 use crate::consent::Consent;
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
-use crate::server::actor::consent;
+use crate::pipeline::{Finalized, Next, Pass};
 use crate::server::observe::team_server_key;
+use crate::write::{events, finalizer};
+
+/// The finalizer of every TerdutTeam the operator created a team for: added before the first
+/// call that can create it, released once it is deleted there (or provably cannot exist).
+pub const FINALIZER: &str = "terdut.ryuvia.com/team-cleanup";
+
+/// Waiting with backoff, status as it is.
+fn wait() -> Finalized<DesiredStatus> {
+    Finalized::Waiting {
+        desired: None,
+        next: Next::Wait,
+    }
+}
 
 /// One deletion pass. `warned` keeps the Warning of the current failure streak from repeating;
 /// `remembered` is the team id the actor last knew (see `pass::converge`).
 pub async fn finalize(
-    ctx: &Ctx,
+    pass: Pass<'_>,
     team: &TerdutTeam,
-    warned: &mut Option<String>,
-    remembered: Option<Id>,
-) -> Result<Next, ReconcileError> {
-    let Some(release) = finalizer::removing(team) else {
+    memory: &mut TeamMemory,
+) -> Result<Finalized<DesiredStatus>, ReconcileError> {
+    let ctx = pass.ctx;
+    let (warned, remembered) = (&mut memory.warned, memory.team_id);
+    if !finalizer::has(team, FINALIZER) {
         // Not ours to hold: the API server removes the object once others let go.
-        return Ok(Next::Resync);
-    };
+        return Ok(Finalized::Released);
+    }
     let key = ObjectKey::of(team);
     let server = team_server_key(team);
     if !server_cached(ctx, &server) {
@@ -77,11 +89,11 @@ pub async fn finalize(
                     ),
                 )
                 .await;
-                finalizer::apply(ctx, team, &release).await?;
-                return Ok(Next::Resync);
+                finalizer::release(ctx, team, FINALIZER).await?;
+                return Ok(Finalized::Released);
             }
             // The cache lags behind a server created a moment ago.
-            Ok(Some(_)) => return Ok(Next::Backoff),
+            Ok(Some(_)) => return Ok(wait()),
             Err(e) => {
                 return Err(ReconcileError::kube(
                     "get",
@@ -98,19 +110,19 @@ pub async fn finalize(
              and the delete is retried with backoff"
         )
     };
-    let client = match access(ctx, &key.namespace, &server, false).await {
-        Access::Granted(c) => c,
-        Access::Denied(outcome) => {
+    let client = match access(pass, &key.namespace, &server, false).await {
+        Ok(c) => c,
+        Err(outcome) => {
             let why = why(&outcome, team, &server);
             events::warn_once(ctx, team, warned, "TeamDeleteFailed", "Delete", failed(why)).await;
-            return Ok(Next::Backoff);
+            return Ok(wait());
         }
     };
     if !still_ours(ctx, team).await? {
-        return Ok(Next::Resync);
+        return Ok(Finalized::Released);
     }
     let known = team.status.as_ref().and_then(|s| s.team_id).or(remembered);
-    let accepted = consent(ctx, &server, &key.namespace) == Consent::Allowed;
+    let accepted = pass.parent.consent(ctx, &server, &key.namespace).await == Consent::Allowed;
     let id = match ours(&client, team, known, &external_id(&key), accepted).await {
         Ok(Ours::Id(id)) => Some(id),
         Ok(Ours::NoneExists) => None,
@@ -131,13 +143,13 @@ pub async fn finalize(
                 ),
             )
             .await;
-            finalizer::apply(ctx, team, &release).await?;
-            return Ok(Next::Resync);
+            finalizer::release(ctx, team, FINALIZER).await?;
+            return Ok(Finalized::Released);
         }
         Err(e) => {
             let why = e.to_string();
             events::warn_once(ctx, team, warned, "TeamDeleteFailed", "Delete", failed(why)).await;
-            return Ok(Next::Backoff);
+            return Ok(wait());
         }
     };
     if let Some(id) = id {
@@ -168,18 +180,18 @@ pub async fn finalize(
                     ),
                 )
                 .await;
-                return Ok(Next::Backoff);
+                return Ok(wait());
             }
             Err(e) => {
                 let why = e.to_string();
                 events::warn_once(ctx, team, warned, "TeamDeleteFailed", "Delete", failed(why))
                     .await;
-                return Ok(Next::Backoff);
+                return Ok(wait());
             }
         }
     }
-    finalizer::apply(ctx, team, &release).await?;
-    Ok(Next::Resync)
+    finalizer::release(ctx, team, FINALIZER).await?;
+    Ok(Finalized::Released)
 }
 
 /// Whether the object still exists (same uid) with our finalizer, read live. The copy a pass
@@ -192,7 +204,9 @@ async fn still_ours(ctx: &Ctx, team: &TerdutTeam) -> Result<bool, ReconcileError
     let key = ObjectKey::of(team);
     let api: Api<TerdutTeam> = Api::namespaced(ctx.kube.clone(), &key.namespace);
     match api.get_opt(&key.name).await {
-        Ok(live) => Ok(live.is_some_and(|l| l.uid() == team.uid() && finalizer::has(&l))),
+        Ok(live) => {
+            Ok(live.is_some_and(|l| l.uid() == team.uid() && finalizer::has(&l, FINALIZER)))
+        }
         Err(e) => Err(ReconcileError::kube("get", format!("TerdutTeam {key}"), e)),
     }
 }

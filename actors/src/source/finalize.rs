@@ -1,4 +1,4 @@
-//! Deleting a TerdutAlertSource (DESIGN §5 "Finalizers"): DELETE the integration on the server
+//! Deleting a TerdutAlertSource (docs/design.md §5 "Finalizers"): DELETE the integration on the server
 //! (404 counts as done), then release the finalizer. The webhook Secret is owned, so garbage
 //! collection removes it (DESIGN §7).
 //!
@@ -28,23 +28,58 @@ use std::sync::Arc;
 
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 use tracing::info;
 
-use super::apply::{event, release_finalizer};
+use super::SourceMemory;
 use super::names::{FINALIZER, external_id, secret_name};
-use super::observe::{self, Read};
+use super::observe::{self, Read, TeamCheck, verify_team};
 use super::plan::{integration_kind, lookup_id};
-use super::resolve::{ServerAccess, TeamCheck, credentials, verify_team};
+use super::status::{DesiredStatus, Outcome, desired_status};
 use crate::api::{ApiError, Deletion, Id, NewIntegration, TerdutClient};
 use crate::consent::Consent;
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
-use crate::server::actor::consent;
+use crate::pipeline::{Finalized, Next, Pass};
 use crate::server::observe::team_server_key;
+use crate::tree::Credentials;
+use crate::write::{events, finalizer};
+
+/// One deletion pass: the cleanup, and what the user sees while it waits (a `DeleteFailed`
+/// Warning on every attempt, folded into one series; `DeletionBlocked`).
+pub async fn finalize(
+    pass: Pass<'_>,
+    source: &TerdutAlertSource,
+    _memory: &mut SourceMemory,
+) -> Result<Finalized<DesiredStatus>, ReconcileError> {
+    let ctx = pass.ctx;
+    let outcome = cleanup(pass, source).await;
+    let message = match &outcome {
+        Ok(Cleanup::Released) => return Ok(Finalized::Released),
+        Ok(Cleanup::Blocked(why)) => why.clone(),
+        Err(e) => format!("deleting the integration failed: {e}"),
+    };
+    events::warning(
+        ctx,
+        source,
+        "DeleteFailed",
+        "Delete",
+        format!("{message}; the TerdutAlertSource stays until the integration is deleted"),
+    )
+    .await;
+    outcome?;
+    let secret = secret_name(&source.name_any());
+    Ok(Finalized::Waiting {
+        desired: Some(desired_status(
+            &Outcome::DeletionBlocked(message),
+            source.metadata.generation,
+            &secret,
+        )),
+        next: Next::Wait,
+    })
+}
 
 /// How a deletion pass ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,8 +90,9 @@ pub enum Cleanup {
     Blocked(String),
 }
 
-pub async fn cleanup(ctx: &Ctx, source: &TerdutAlertSource) -> Result<Cleanup, ReconcileError> {
-    if !source.finalizers().iter().any(|f| f == FINALIZER) {
+async fn cleanup(pass: Pass<'_>, source: &TerdutAlertSource) -> Result<Cleanup, ReconcileError> {
+    let ctx = pass.ctx;
+    if !finalizer::has(source, FINALIZER) {
         return Ok(Cleanup::Released);
     }
     let key = ObjectKey::of(source);
@@ -144,12 +180,12 @@ pub async fn cleanup(ctx: &Ctx, source: &TerdutAlertSource) -> Result<Cleanup, R
             "TerdutTeam {team_name} has no teamID yet; the integration is deleted once it has one"
         )));
     };
-    let client = match credentials(ctx, &server).await? {
-        ServerAccess::Ready(c) => c,
-        ServerAccess::NotReady(_) if team_deleting => {
+    let client = match pass.parent.credentials(ctx, &server).await {
+        Credentials::Ready(c) => c,
+        Credentials::NotReady(_) if team_deleting => {
             return release(ctx, source, team_gone_note()).await;
         }
-        ServerAccess::NotReady(why) => {
+        Credentials::NotReady(why) => {
             return Ok(Cleanup::Blocked(format!(
                 "the integration cannot be deleted yet: {why}"
             )));
@@ -186,7 +222,7 @@ pub async fn cleanup(ctx: &Ctx, source: &TerdutAlertSource) -> Result<Cleanup, R
         // external_id is the idempotent POST, and a server that does not accept this namespace
         // gets no create call (docs/security.md).
         None => {
-            if let Consent::Refused(why) = consent(ctx, &server, &key.namespace) {
+            if let Consent::Refused(why) = pass.parent.consent(ctx, &server, &key.namespace).await {
                 return release(
                     ctx,
                     source,
@@ -215,16 +251,8 @@ pub async fn cleanup(ctx: &Ctx, source: &TerdutAlertSource) -> Result<Cleanup, R
         Deletion::AlreadyGone => format!("integration {id} was already gone from the server"),
     };
     info!(source = %key, integration = id, "integration deleted; releasing the finalizer");
-    release_finalizer(ctx, source).await?;
-    event(
-        ctx,
-        source,
-        EventType::Normal,
-        "IntegrationDeleted",
-        "Delete",
-        note,
-    )
-    .await;
+    finalizer::release(ctx, source, FINALIZER).await?;
+    events::normal(ctx, source, "IntegrationDeleted", "Delete", note).await;
     Ok(Cleanup::Released)
 }
 
@@ -241,9 +269,7 @@ async fn by_external_id(
 ) -> Result<Option<Id>, ReconcileError> {
     let key = ObjectKey::of(source);
     let live = live::<TerdutAlertSource>(ctx, &key.namespace, &key.name).await?;
-    if !live
-        .is_some_and(|l| l.uid() == source.uid() && l.finalizers().iter().any(|f| f == FINALIZER))
-    {
+    if !live.is_some_and(|l| l.uid() == source.uid() && finalizer::has(&l, FINALIZER)) {
         return Ok(None);
     }
     let new = NewIntegration {
@@ -284,15 +310,7 @@ async fn release(
     why: String,
 ) -> Result<Cleanup, ReconcileError> {
     info!(source = %ObjectKey::of(source), %why, "releasing the finalizer without a server-side delete");
-    release_finalizer(ctx, source).await?;
-    event(
-        ctx,
-        source,
-        EventType::Warning,
-        "FinalizerReleased",
-        "Delete",
-        why,
-    )
-    .await;
+    finalizer::release(ctx, source, FINALIZER).await?;
+    events::warning(ctx, source, "FinalizerReleased", "Delete", why).await;
     Ok(Cleanup::Released)
 }

@@ -1,0 +1,204 @@
+//! The one driver of every kind's [`Pipeline`]: one pass of one object, and the delay until
+//! the next. Callable by anything that keeps a [`Memory`] per object: the tree's actors, or
+//! the benchmark's kube-runtime `Controller` baselines.
+
+use std::time::Duration;
+
+use kube::{Resource, ResourceExt};
+use terdut_crds::v1alpha1::conditions::{READY, find};
+use tracing::{debug, warn};
+
+use super::{Finalized, Next, Pass, Pipeline, Streak, Verdict};
+use crate::context::Ctx;
+use crate::crash_loop::Conditioned;
+use crate::error::ReconcileError;
+use crate::key::ObjectKey;
+use crate::tree::Parent;
+use crate::write::{self, Managed};
+
+/// What the driver keeps for one object between passes.
+pub struct Memory<P: Pipeline> {
+    pub streak: Streak,
+    /// The status last written (see `write::status::stale_but_equal`).
+    pub written: Option<<P::Object as Managed>::Status>,
+    /// The kind's own.
+    pub kind: P::Memory,
+}
+
+impl<P: Pipeline> Default for Memory<P> {
+    fn default() -> Self {
+        Self {
+            streak: Streak::default(),
+            written: None,
+            kind: P::Memory::default(),
+        }
+    }
+}
+
+impl<P: Pipeline> std::fmt::Debug for Memory<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memory")
+            .field("kind", &P::KIND)
+            .field("streak", &self.streak)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs the passes of one kind; cheap to clone when `P` is.
+#[derive(Clone, Debug)]
+pub struct Driver<P> {
+    pub ctx: Ctx,
+    pub pipeline: P,
+}
+
+impl<P: Pipeline> Driver<P> {
+    pub fn new(ctx: Ctx, pipeline: P) -> Self {
+        Self { ctx, pipeline }
+    }
+
+    /// One pass over `object` (the newest copy the caller has); returns when the next pass is
+    /// due. Never fails: failures are in the status, Events, logs, metrics and the delay.
+    pub async fn reconcile(
+        &self,
+        parent: &Parent,
+        object: &P::Object,
+        memory: &mut Memory<P>,
+    ) -> Duration {
+        let ctx = &self.ctx;
+        let kind = P::KIND.label();
+        let started = ctx.clock.now();
+        let pass = Pass { ctx, parent };
+        let result = if object.meta().deletion_timestamp.is_some() {
+            self.finalize(pass, object, memory).await
+        } else if let Some(desired) = P::paused(object) {
+            debug!(kind, object = %ObjectKey::of(object), "paused");
+            write::status::write(ctx, object, &desired, P::patch, &mut memory.written)
+                .await
+                .map(|()| Next::Resync)
+        } else {
+            self.converge(pass, object, memory).await
+        };
+        let took = ctx.clock.now() - started;
+        let next = match result {
+            Ok(next) => {
+                ctx.metrics.reconciled(kind, next.outcome(), took);
+                next
+            }
+            Err(e) => {
+                ctx.metrics.reconciled(kind, "error", took);
+                ctx.metrics.reconcile_error(kind, e.category());
+                let key = ObjectKey::of(object);
+                let next = if e.is_retryable() {
+                    Next::Failed
+                } else {
+                    Next::Resync
+                };
+                // One warn per failure streak, debug after: no error-per-retry floods.
+                if memory.streak.failures == 0 {
+                    warn!(kind, object = %key, error = %e, "reconcile failed");
+                } else {
+                    debug!(kind, object = %key, error = %e, attempt = memory.streak.failures + 1, "reconcile failed again");
+                }
+                if let Some(desired) = P::failed(object, &e)
+                    && let Err(w) =
+                        write::status::write(ctx, object, &desired, P::patch, &mut memory.written)
+                            .await
+                {
+                    debug!(kind, object = %key, error = %w, "could not record the failure in status");
+                }
+                // Non-retryable errors count once and wait for a change or the resync.
+                if next == Next::Resync {
+                    memory.streak.failures = memory.streak.failures.saturating_add(1);
+                }
+                next
+            }
+        };
+        memory.streak.after(next, &ctx.config)
+    }
+
+    async fn converge(
+        &self,
+        pass: Pass<'_>,
+        object: &P::Object,
+        memory: &mut Memory<P>,
+    ) -> Result<Next, ReconcileError> {
+        let observed = self
+            .pipeline
+            .observe(pass, object, &mut memory.kind)
+            .await?;
+        let plan = P::plan(object, &observed);
+        debug!(kind = P::KIND.label(), object = %ObjectKey::of(object), ?plan, "planned");
+        let applied = self
+            .pipeline
+            .apply(pass, object, observed, plan, &mut memory.kind)
+            .await?;
+        let verdict = P::status(object, &applied);
+        self.announce(object, &verdict).await;
+        write::status::write(
+            &self.ctx,
+            object,
+            &verdict.desired,
+            P::patch,
+            &mut memory.written,
+        )
+        .await?;
+        Ok(verdict.next)
+    }
+
+    async fn finalize(
+        &self,
+        pass: Pass<'_>,
+        object: &P::Object,
+        memory: &mut Memory<P>,
+    ) -> Result<Next, ReconcileError> {
+        match self
+            .pipeline
+            .finalize(pass, object, &mut memory.kind)
+            .await?
+        {
+            Finalized::Released => Ok(Next::Resync),
+            Finalized::Waiting { desired, next } => {
+                if let Some(desired) = desired {
+                    write::status::write(
+                        &self.ctx,
+                        object,
+                        &desired,
+                        P::patch,
+                        &mut memory.written,
+                    )
+                    .await?;
+                }
+                Ok(next)
+            }
+        }
+    }
+
+    /// Publishes the verdict's Event when the object's Ready condition does not say it yet:
+    /// once per reason (or message, when asked), not once per retry.
+    async fn announce(&self, object: &P::Object, verdict: &Verdict<P::Desired>) {
+        let Some(a) = &verdict.announce else {
+            return;
+        };
+        let conditions = object.conditions();
+        let current = find(&conditions, READY);
+        let same = current
+            .is_some_and(|c| c.reason == a.reason && (!a.on_message || c.message == a.message));
+        if same {
+            return;
+        }
+        if a.type_ == crate::runtime::events::EventType::Warning {
+            warn!(kind = P::KIND.label(), object = %ObjectKey::of(object), reason = %a.reason, message = %a.message, "not ready");
+        } else {
+            debug!(kind = P::KIND.label(), object = %object.name_any(), reason = %a.reason, "announced");
+        }
+        write::events::publish(
+            &self.ctx,
+            object,
+            a.type_,
+            &a.reason,
+            "Reconcile",
+            a.message.clone(),
+        )
+        .await;
+    }
+}

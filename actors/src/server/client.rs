@@ -1,0 +1,225 @@
+//! The API client a TerdutServer's children use (docs/design.md §6): built from the key
+//! Secret this server controls (never from a Secret of that name someone else made, §1),
+//! rebuilt only when the key or URL changes, and proven with `whoami` after every pass, so one
+//! condition on the server (`KeyAccepted`) explains why its teams wait.
+
+use std::sync::Arc;
+
+use terdut_crds::v1alpha1::TerdutServer;
+use terdut_crds::v1alpha1::conditions::DesiredCondition;
+use tracing::warn;
+
+use super::key::{KeySecretState, classify_key_secret};
+use super::names::Parent;
+use super::observe::Observation;
+use crate::api::{ApiError, ClientConfig, OperatorKey, TerdutClient, WhoAmI};
+use crate::context::Ctx;
+use crate::key::ObjectKey;
+use crate::tree::Credentials;
+
+/// The account the server seeds from `TERDUT_OPERATOR_KEY` (docs/terdut-api.md).
+pub const OPERATOR_ACCOUNT: &str = "terdut-operator";
+
+/// The client of one server and what it was built for.
+#[derive(Clone, Debug, Default)]
+pub struct ServerClient {
+    /// The key hash and URL of `client`.
+    fingerprint: String,
+    client: Option<Arc<TerdutClient>>,
+}
+
+/// What the children may use after a pass, and what the server said of the key.
+#[derive(Clone, Debug)]
+pub struct Published {
+    pub credentials: Credentials,
+    /// Tells two publications apart without comparing clients: the key fingerprint, or the
+    /// reason the children wait.
+    pub fingerprint: String,
+    pub check: KeyCheck,
+}
+
+impl ServerClient {
+    /// Builds (or keeps) the client for the key observed this pass, asks the server about it,
+    /// and says what to publish.
+    pub async fn refresh(
+        &mut self,
+        ctx: &Ctx,
+        server: &TerdutServer,
+        observation: &Observation,
+    ) -> Published {
+        let key = ObjectKey::of(server);
+        let token = Parent::of(server).ok().and_then(|parent| {
+            match classify_key_secret(
+                &parent,
+                observation.key_secret.as_deref(),
+                observation.unlisted.key_secret.as_ref(),
+            ) {
+                KeySecretState::Present(token) => Some(token),
+                _ => None,
+            }
+        });
+        let Some(token) = token else {
+            *self = Self::default();
+            return wait(
+                format!("TerdutServer {key} has no operator key yet"),
+                KeyCheck::NoKey,
+            );
+        };
+        let url = ctx.config.server_url(
+            &key.name,
+            &key.namespace,
+            server.spec.networking.service_port,
+        );
+        let fingerprint = format!("{}@{url}", token.hash());
+        if self.client.is_none() || self.fingerprint != fingerprint {
+            let config = ClientConfig::new(url, OperatorKey::new(token.expose()))
+                .request_timeout(ctx.config.api_timeout)
+                .metrics(ctx.api_metrics.clone());
+            match TerdutClient::new(config) {
+                Ok(c) => {
+                    self.client = Some(Arc::new(c));
+                    self.fingerprint = fingerprint.clone();
+                }
+                Err(e) => {
+                    warn!(server = %key, error = %e, "could not build the terdut-server client");
+                    *self = Self::default();
+                    let why = format!("TerdutServer {key}: the API client could not be built: {e}");
+                    return wait(why.clone(), KeyCheck::Unreachable(why));
+                }
+            }
+        }
+        let Some(client) = self.client.clone() else {
+            return wait(
+                format!("TerdutServer {key} has no operator key yet"),
+                KeyCheck::NoKey,
+            );
+        };
+        let check = KeyCheck::of(client.whoami().await);
+        match &check {
+            // Every call of every child would be refused: tell them why, once, here.
+            KeyCheck::Rejected(why) => wait(
+                format!(
+                    "TerdutServer {key} does not accept the operator key ({why}); see its \
+                     KeyAccepted condition"
+                ),
+                check,
+            ),
+            // Accepted, or not answering: the children use the client (and find out for
+            // themselves while it does not answer).
+            _ => Published {
+                credentials: Credentials::Ready(client),
+                fingerprint,
+                check,
+            },
+        }
+    }
+}
+
+fn wait(why: String, check: KeyCheck) -> Published {
+    Published {
+        credentials: Credentials::NotReady(why.clone()),
+        fingerprint: why,
+        check,
+    }
+}
+
+/// What the server said of the operator key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyCheck {
+    Accepted,
+    /// 401, or another account: the message says which.
+    Rejected(String),
+    /// No answer; why.
+    Unreachable(String),
+    /// No key (or no client) to ask with.
+    NoKey,
+}
+
+impl KeyCheck {
+    /// Reads a `whoami` answer (docs/terdut-api.md "Operator account").
+    pub fn of(answer: Result<WhoAmI, ApiError>) -> Self {
+        match answer {
+            Ok(w) if w.account == OPERATOR_ACCOUNT => Self::Accepted,
+            Ok(w) => Self::Rejected(format!(
+                "the key belongs to account {:?}, not {OPERATOR_ACCOUNT}",
+                w.account
+            )),
+            Err(ApiError::Unauthorized) => Self::Rejected("401 on whoami".into()),
+            Err(e) => Self::Unreachable(e.to_string()),
+        }
+    }
+
+    pub fn accepted(&self) -> bool {
+        matches!(self, Self::Accepted)
+    }
+
+    /// The `KeyAccepted` condition.
+    pub fn condition(&self, generation: Option<i64>) -> DesiredCondition {
+        use super::status::key_accepted::{ACCEPTED, KEY_REJECTED, NO_KEY, TYPE, UNREACHABLE};
+        let (status, reason, message) = match self {
+            Self::Accepted => (
+                true,
+                ACCEPTED,
+                "the server accepts the operator key (whoami answers as terdut-operator)"
+                    .to_owned(),
+            ),
+            Self::Rejected(why) => (
+                false,
+                KEY_REJECTED,
+                format!(
+                    "the server refuses the operator key: {why}. Its pods were started with \
+                     another key (they roll on their own after a key change; otherwise check \
+                     that the image reads TERDUT_OPERATOR_KEY); its teams and alert sources \
+                     wait until it accepts the key"
+                ),
+            ),
+            Self::Unreachable(why) => (
+                false,
+                UNREACHABLE,
+                format!("the server did not answer whoami: {why}"),
+            ),
+            Self::NoKey => (
+                false,
+                NO_KEY,
+                "no operator key to check yet (see Ready)".to_owned(),
+            ),
+        };
+        DesiredCondition {
+            type_: TYPE.into(),
+            status,
+            reason: reason.into(),
+            message,
+            observed_generation: generation,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::TransientCause;
+
+    #[test]
+    fn whoami_answers_become_the_key_condition() {
+        let who = |account: &str| {
+            Ok(WhoAmI {
+                account: account.into(),
+                scope: "instance".into(),
+            })
+        };
+        assert_eq!(KeyCheck::of(who("terdut-operator")), KeyCheck::Accepted);
+        let c = KeyCheck::of(who("alice")).condition(Some(2));
+        assert_eq!((c.status, c.reason.as_str()), (false, "KeyRejected"));
+        assert!(c.message.contains("alice"), "{}", c.message);
+        let c = KeyCheck::of(Err(ApiError::Unauthorized)).condition(None);
+        assert_eq!(c.reason, "KeyRejected");
+        let down = Err(ApiError::Transient {
+            cause: TransientCause::Connect,
+            detail: "refused".into(),
+        });
+        let c = KeyCheck::of(down).condition(None);
+        assert_eq!((c.status, c.reason.as_str()), (false, "Unreachable"));
+        assert_eq!(c.type_, "KeyAccepted");
+        assert!(KeyCheck::Accepted.condition(Some(1)).status);
+    }
+}

@@ -1,0 +1,128 @@
+//! What a team or alert-source pass asks of its parent: the API client of its TerdutServer
+//! (with the operator key, docs/design.md §6) and whether that server accepts the object's
+//! namespace (§4.6). A server actor answers both from its state, at once; the holding
+//! supervisor answers why there is no server to use.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::runtime::reflector::ObjectRef;
+use ractor::ActorRef;
+
+use super::server::ServerMsg;
+use crate::api::TerdutClient;
+use crate::consent::{Consent, decide};
+use crate::context::Ctx;
+use crate::key::ObjectKey;
+
+/// What a child gets when it asks for credentials.
+#[derive(Clone, Debug)]
+pub enum Credentials {
+    /// The server accepts the operator key; this client carries it.
+    Ready(Arc<TerdutClient>),
+    /// No usable key yet, or the server rejects it; why (for the child's condition).
+    NotReady(String),
+}
+
+/// Who a pass asks.
+#[derive(Clone, Debug)]
+pub enum Parent {
+    /// The actor of the object's TerdutServer, hosting it.
+    Server(ActorRef<ServerMsg>),
+    /// No server accepts the object yet: the answers say why, from the caches.
+    Holding,
+    /// Not in the tree (the benchmark's Controller baselines): the server's actor is looked
+    /// up in the registry and asked the same way.
+    Lookup,
+}
+
+/// How long a question to a server actor may take. It answers from its state at once; only
+/// a server actor that is gone or stuck would take longer.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Parent {
+    fn actor(&self, ctx: &Ctx, server: &ObjectKey) -> Option<ActorRef<ServerMsg>> {
+        match self {
+            Self::Server(actor) => Some(actor.clone()),
+            Self::Holding => None,
+            Self::Lookup => ctx.servers.get(server).map(|a| a.clone()),
+        }
+    }
+
+    /// The credentials of `server`, as its actor holds them.
+    pub async fn credentials(&self, ctx: &Ctx, server: &ObjectKey) -> Credentials {
+        if matches!(self, Self::Holding) {
+            return Credentials::NotReady(absent_or_refusing(ctx, server));
+        }
+        let Some(actor) = self.actor(ctx, server) else {
+            return Credentials::NotReady(format!(
+                "the operator has not started reconciling TerdutServer {server} yet"
+            ));
+        };
+        match actor.call(ServerMsg::Credentials, Some(CALL_TIMEOUT)).await {
+            Ok(ractor::rpc::CallResult::Success(c)) => c,
+            _ => Credentials::NotReady(format!(
+                "TerdutServer {server}'s actor did not answer for credentials: it is restarting"
+            )),
+        }
+    }
+
+    /// Whether `server` accepts objects of `namespace` (docs/design.md §4.6).
+    pub async fn consent(&self, ctx: &Ctx, server: &ObjectKey, namespace: &str) -> Consent {
+        let Some(actor) = self.actor(ctx, server) else {
+            // No actor to ask: the same function over the caches it would answer with.
+            return consent_from_caches(ctx, server, namespace);
+        };
+        let namespace = namespace.to_owned();
+        match actor
+            .call(
+                |reply| ServerMsg::Consent { namespace, reply },
+                Some(CALL_TIMEOUT),
+            )
+            .await
+        {
+            Ok(ractor::rpc::CallResult::Success(c)) => c,
+            _ => Consent::Refused(format!(
+                "TerdutServer {server}'s actor did not answer the consent question: it is \
+                 restarting"
+            )),
+        }
+    }
+}
+
+/// Whether TerdutServer `key` accepts a team in `team_namespace` (docs/design.md §4.6), from
+/// the caches: the function a server actor answers `Consent` with.
+pub fn consent_from_caches(ctx: &Ctx, key: &ObjectKey, team_namespace: &str) -> Consent {
+    let Some(server) = ctx
+        .stores
+        .servers
+        .get(&ObjectRef::new(&key.name).within(&key.namespace))
+    else {
+        return Consent::Refused(format!("TerdutServer {key} does not exist"));
+    };
+    let labels = ctx
+        .stores
+        .namespaces
+        .get(&ObjectRef::new(team_namespace))
+        .map(|n| n.metadata.labels.clone().unwrap_or_default());
+    decide(
+        &key.namespace,
+        &key.name,
+        &server.spec.allowed_teams,
+        team_namespace,
+        labels.as_ref(),
+    )
+}
+
+fn absent_or_refusing(ctx: &Ctx, server: &ObjectKey) -> String {
+    if ctx
+        .stores
+        .servers
+        .get(&ObjectRef::new(&server.name).within(&server.namespace))
+        .is_some()
+    {
+        format!("TerdutServer {server} does not accept this namespace")
+    } else {
+        format!("TerdutServer {server} does not exist")
+    }
+}

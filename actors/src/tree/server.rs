@@ -1,0 +1,289 @@
+//! The actor of one TerdutServer (docs/design.md §4.1, §6, §7): it owns the server's operator
+//! key, Deployment and API client, and answers its children's questions (credentials,
+//! consent) from its state, at once.
+//!
+//! Its own passes never run inside its message loop: a `Reconcile` hands the pass (and the
+//! pipeline's memory) to a worker task, which reports back with `PassDone`; a nudge that
+//! arrives meanwhile is remembered and runs when that pass is done. So a child's question
+//! waits behind other questions only, never behind the server's Kubernetes or terdut IO.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt as _;
+use kube::runtime::reflector::ObjectRef;
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use terdut_crds::v1alpha1::TerdutServer;
+use tokio::task::JoinHandle;
+use tracing::debug;
+
+use super::parent::{Credentials, Parent, consent_from_caches};
+use crate::consent::Consent;
+use crate::context::Ctx;
+use crate::key::ObjectKey;
+use crate::pipeline::{Driver, Memory};
+use crate::server::{Server, test_fault};
+use crate::supervisor::{ChildContext, ChildFactory, ChildMsg};
+
+/// Messages a server actor handles.
+pub enum ServerMsg {
+    /// Reconcile now (the supervisor's coalesced nudge).
+    Reconcile,
+    /// The periodic resync or a retry timer fired.
+    Resync,
+    /// The worker's pass is done: the pipeline's memory back, and when the next is due.
+    PassDone {
+        memory: Box<Memory<Server>>,
+        next: Duration,
+    },
+    /// The worker's pass panicked: the actor fails, and its supervisor restarts it.
+    PassPanicked(String),
+    /// A child asks for the API client of this server.
+    Credentials(RpcReplyPort<Credentials>),
+    /// A child in `namespace` asks whether it may attach (docs/design.md §4.6).
+    Consent {
+        namespace: String,
+        reply: RpcReplyPort<Consent>,
+    },
+}
+
+impl std::fmt::Debug for ServerMsg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Reconcile => f.write_str("Reconcile"),
+            Self::Resync => f.write_str("Resync"),
+            Self::PassDone { next, .. } => write!(f, "PassDone({next:?})"),
+            Self::PassPanicked(_) => f.write_str("PassPanicked"),
+            Self::Credentials(_) => f.write_str("Credentials"),
+            Self::Consent { namespace, .. } => write!(f, "Consent({namespace})"),
+        }
+    }
+}
+
+/// The desired state the supervisor hands the actor. Equal when the object did not change in
+/// a way that should reset a crash-looping actor: uid, generation and annotations (its own
+/// status writes change none of them, so they never reset a parked actor).
+#[derive(Clone, Debug)]
+pub struct ServerSpec(pub Arc<TerdutServer>);
+
+impl PartialEq for ServerSpec {
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (&self.0.metadata, &other.0.metadata);
+        a.uid == b.uid && a.generation == b.generation && a.annotations == b.annotations
+    }
+}
+
+/// Builds server actors for the keyed supervisor.
+#[derive(Clone, Debug)]
+pub struct ServerFactory {
+    pub ctx: Ctx,
+}
+
+impl ChildFactory for ServerFactory {
+    type Child = ServerActor;
+    type Spec = ServerSpec;
+
+    fn kind(&self) -> &'static str {
+        "server"
+    }
+
+    fn build(&self, child: ChildContext<ServerSpec>) -> (ServerActor, ChildContext<ServerSpec>) {
+        (
+            ServerActor {
+                driver: Driver::new(self.ctx.clone(), Server),
+            },
+            child,
+        )
+    }
+
+    fn nudge(&self) -> ChildMsg<Self> {
+        ServerMsg::Reconcile
+    }
+
+    fn on_crash_loop(&self, key: &ObjectKey, last_error: &str) {
+        let (ctx, key, err) = (self.ctx.clone(), key.clone(), last_error.to_owned());
+        tokio::spawn(async move {
+            crate::crash_loop::report::<TerdutServer>(&ctx, "server", &key, &err).await
+        });
+    }
+}
+
+/// The actor's state for one incarnation.
+pub struct ServerState {
+    child: ChildContext<ServerSpec>,
+    /// The pipeline's memory; `None` while the worker has it.
+    memory: Option<Box<Memory<Server>>>,
+    /// A nudge arrived while the worker ran: run again when it is done.
+    again: bool,
+    worker: Option<JoinHandle<()>>,
+    timer: Option<JoinHandle<Result<(), ractor::MessagingErr<ServerMsg>>>>,
+    /// What the children get when they ask, and its fingerprint.
+    credentials: Credentials,
+    published: Option<String>,
+}
+
+impl std::fmt::Debug for ServerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerState")
+            .field("key", self.child.key())
+            .field("running", &self.memory.is_none())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+pub struct ServerActor {
+    driver: Driver<Server>,
+}
+
+impl Actor for ServerActor {
+    type Msg = ServerMsg;
+    type State = ServerState;
+    type Arguments = ChildContext<ServerSpec>;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<ServerMsg>,
+        child: ChildContext<ServerSpec>,
+    ) -> Result<ServerState, ActorProcessingErr> {
+        self.driver.ctx.servers.insert(child.key().clone(), myself);
+        let key = child.key().clone();
+        Ok(ServerState {
+            child,
+            memory: Some(Box::default()),
+            again: false,
+            worker: None,
+            timer: None,
+            // A new incarnation hands out no client until its first pass built one.
+            credentials: Credentials::NotReady(format!(
+                "TerdutServer {key} has no operator key yet"
+            )),
+            published: None,
+        })
+    }
+
+    async fn post_stop(
+        &self,
+        myself: ActorRef<ServerMsg>,
+        state: &mut ServerState,
+    ) -> Result<(), ActorProcessingErr> {
+        for t in [
+            state.timer.take().map(|t| t.abort_handle()),
+            state.worker.take().map(|w| w.abort_handle()),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            t.abort();
+        }
+        self.driver
+            .ctx
+            .servers
+            .remove_if(state.child.key(), |_, r| r.get_id() == myself.get_id());
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<ServerMsg>,
+        msg: ServerMsg,
+        state: &mut ServerState,
+    ) -> Result<(), ActorProcessingErr> {
+        state.child.message_received();
+        match msg {
+            ServerMsg::Reconcile => {
+                state.child.nudge_received();
+                self.start_pass(&myself, state);
+            }
+            ServerMsg::Resync => self.start_pass(&myself, state),
+            ServerMsg::PassDone { memory, next } => {
+                state.worker = None;
+                self.publish(state, &memory);
+                state.memory = Some(memory);
+                if std::mem::take(&mut state.again) {
+                    self.start_pass(&myself, state);
+                } else {
+                    if let Some(t) = state.timer.take() {
+                        t.abort();
+                    }
+                    state.timer = Some(myself.send_after(next, || ServerMsg::Resync));
+                }
+            }
+            ServerMsg::PassPanicked(why) => {
+                return Err(format!(
+                    "the pass of TerdutServer {} panicked: {why}",
+                    state.child.key()
+                )
+                .into());
+            }
+            ServerMsg::Credentials(reply) => {
+                let _ = reply.send(state.credentials.clone());
+            }
+            ServerMsg::Consent { namespace, reply } => {
+                let _ = reply.send(consent_from_caches(
+                    &self.driver.ctx,
+                    state.child.key(),
+                    &namespace,
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ServerActor {
+    /// The newest copy of the object: the cache, else what the supervisor last handed over.
+    fn current(&self, child: &ChildContext<ServerSpec>) -> Arc<TerdutServer> {
+        let key = child.key();
+        self.driver
+            .ctx
+            .stores
+            .servers
+            .get(&ObjectRef::new(&key.name).within(&key.namespace))
+            .unwrap_or_else(|| child.spec().0)
+    }
+
+    /// Hands a pass to a worker task, or remembers to run one when the running one is done.
+    fn start_pass(&self, myself: &ActorRef<ServerMsg>, state: &mut ServerState) {
+        let Some(mut memory) = state.memory.take() else {
+            state.again = true;
+            return;
+        };
+        let server = self.current(&state.child);
+        if test_fault(self.driver.ctx.config.test_hooks, &server) {
+            panic!("injected fault on TerdutServer {}", state.child.key());
+        }
+        let (driver, me) = (self.driver.clone(), myself.clone());
+        state.worker = Some(tokio::spawn(async move {
+            let pass = AssertUnwindSafe(driver.reconcile(&Parent::Holding, &server, &mut memory));
+            let msg = match pass.catch_unwind().await {
+                Ok(next) => ServerMsg::PassDone { memory, next },
+                Err(panic) => ServerMsg::PassPanicked(
+                    panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                        .unwrap_or_default(),
+                ),
+            };
+            let _ = me.send_message(msg);
+        }));
+    }
+
+    /// Takes what the pass published for the children; when it changed, they are nudged
+    /// (they would otherwise wait for their backoff to see it).
+    fn publish(&self, state: &mut ServerState, memory: &Memory<Server>) {
+        let Some(published) = &memory.kind.published else {
+            return;
+        };
+        state.credentials = published.credentials.clone();
+        if state.published.as_ref() != Some(&published.fingerprint) {
+            debug!(server = %state.child.key(), "published new credentials");
+            state.published = Some(published.fingerprint.clone());
+            if let Some(hooks) = self.driver.ctx.on_server.get() {
+                hooks.credentials_changed(state.child.key());
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! The one Kubernetes write layer, generic over the kind: every status, finalizer, Event and
+//! server-side apply the operator sends goes through here, with one policy each.
+//!
+//! - [`status`]: a status patch only when something a user can see changed, guarded against
+//!   a cached copy older than the operator's own last write, and recorded as an own write (its
+//!   watch event is then no reason for another pass).
+//! - [`finalizer`]: add and release with a resourceVersion precondition; a conflict is read
+//!   again once, then retried with backoff.
+//! - [`events`]: an Event per externally visible action, and the not-Ready reason announced
+//!   once per streak.
+//! - [`apply`]: server-side apply with the one field manager.
+
+pub mod apply;
+pub mod events;
+pub mod finalizer;
+pub mod status;
+
+use kube::Resource;
+use kube::core::NamespaceResourceScope;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::crash_loop::Conditioned;
+use crate::kind::Kind;
+
+/// A custom resource of the operator, as the write layer needs it.
+pub trait Managed:
+    Conditioned + Resource<DynamicType = (), Scope = NamespaceResourceScope> + Serialize
+{
+    /// Its status subresource.
+    type Status: Clone + PartialEq + Send + Sync + DeserializeOwned + std::fmt::Debug + 'static;
+    const KIND: Kind;
+
+    fn status(&self) -> Option<&Self::Status>;
+    fn into_status(self) -> Option<Self::Status>;
+}
+
+mod impls {
+    use terdut_crds::v1alpha1::{
+        TerdutAlertSource, TerdutAlertSourceStatus, TerdutServer, TerdutServerStatus, TerdutTeam,
+        TerdutTeamStatus,
+    };
+
+    use super::Managed;
+    use crate::kind::Kind;
+
+    macro_rules! written {
+        ($object:ty, $status:ty, $kind:expr) => {
+            impl Managed for $object {
+                type Status = $status;
+                const KIND: Kind = $kind;
+                fn status(&self) -> Option<&$status> {
+                    self.status.as_ref()
+                }
+                fn into_status(self) -> Option<$status> {
+                    self.status
+                }
+            }
+        };
+    }
+
+    written!(TerdutServer, TerdutServerStatus, Kind::Server);
+    written!(TerdutTeam, TerdutTeamStatus, Kind::Team);
+    written!(TerdutAlertSource, TerdutAlertSourceStatus, Kind::Source);
+}
