@@ -55,7 +55,8 @@ The rules the operator needs (docs/design.md §9), shared by the ClusterRole and
 exactly the verbs its identity used in the project's test run, read from the kube-apiserver's
 audit log (`rbac-audit`, docs/security.md), plus what OwnerReferencesPermissionEnforcement
 checks inside a create or apply that sets ownerReferences (delete on the owned kinds, update on
-the owners' finalizers). Nothing is updated whole: writes are patches (server-side apply,
+the owners' finalizers). A server-side apply of an object that does not exist yet is authorized
+as create as well as patch, so the applied kinds have both. Nothing is updated whole: writes are patches (server-side apply,
 merge patches of status and finalizers); the only update is of a webhook Secret the operator
 controls, when it rotates the key.
 */}}
@@ -74,16 +75,16 @@ controls, when it rotates the key.
   verbs: [update]
 - apiGroups: [apps]
   resources: [deployments]
-  verbs: [get, list, watch, patch, delete]
+  verbs: [get, list, watch, create, patch, delete]
 - apiGroups: [""]
   resources: [services]
-  verbs: [get, list, watch, patch, delete]
+  verbs: [get, list, watch, create, patch, delete]
 - apiGroups: [""]
   resources: [secrets]
   verbs: [get, list, watch, create, update, delete]
 - apiGroups: [policy]
   resources: [poddisruptionbudgets]
-  verbs: [get, list, watch, patch, delete]
+  verbs: [get, list, watch, create, patch, delete]
 - apiGroups: [acid.zalan.do]
   resources: [postgresqls]
   verbs: [get]

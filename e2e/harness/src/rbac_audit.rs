@@ -94,17 +94,49 @@ pub fn parse_event(line: &str) -> Option<Request> {
         .get("apiGroup")
         .and_then(|g| g.as_str())
         .unwrap_or_default();
+    let code = v
+        .pointer("/responseStatus/code")
+        .and_then(|c| c.as_u64())
+        .and_then(|c| u16::try_from(c).ok());
+    let mut verb = v.get("verb")?.as_str()?;
+    // A refusal names the verb the authorizer checked, which is not always the request's: a
+    // server-side apply of an object that does not exist yet is authorized as create too.
+    let message = v
+        .pointer("/responseStatus/message")
+        .and_then(|m| m.as_str())
+        .unwrap_or_default();
+    if code == Some(403)
+        && let Some(checked) = message
+            .split_once(" cannot ")
+            .and_then(|(_, rest)| rest.split_once(" resource "))
+            .map(|(checked, _)| checked)
+    {
+        verb = checked;
+    }
     Some(Request {
-        permission: Permission::new(group, &resource, v.get("verb")?.as_str()?),
+        permission: Permission::new(group, &resource, verb),
         name: object
             .get("name")
             .and_then(|n| n.as_str())
             .map(str::to_owned),
-        code: v
-            .pointer("/responseStatus/code")
-            .and_then(|c| c.as_u64())
-            .and_then(|c| u16::try_from(c).ok()),
+        code,
     })
+}
+
+impl Request {
+    /// The permissions this request needed: a patch that answered 201 Created was a
+    /// server-side apply of a new object, which the API server also authorizes as create.
+    pub fn permissions(&self) -> Vec<Permission> {
+        let mut out = vec![self.permission.clone()];
+        if self.permission.verb == "patch" && self.code == Some(201) {
+            out.push(Permission::new(
+                &self.permission.group,
+                &self.permission.resource,
+                "create",
+            ));
+        }
+        out
+    }
 }
 
 /// A rule of a Role or ClusterRole, expanded.
@@ -177,7 +209,14 @@ impl Verdict {
 /// Compares the requests with the grants.
 pub fn compare(requests: &[Request], grants: &[Grant]) -> Verdict {
     let mut v = Verdict::default();
-    for r in requests {
+    let needed = requests.iter().flat_map(|r| {
+        r.permissions().into_iter().map(|permission| Request {
+            permission,
+            ..r.clone()
+        })
+    });
+    for r in needed {
+        let r = &r;
         *v.used.entry(r.permission.clone()).or_default() += 1;
         let matching: Vec<&Grant> = grants
             .iter()
@@ -252,6 +291,41 @@ mod tests {
         let discovery = json!({"verb": "get", "requestURI": "/apis/acid.zalan.do/v1"});
         assert_eq!(parse_event(&discovery.to_string()), None);
         assert_eq!(parse_event("not json"), None);
+    }
+
+    #[test]
+    fn an_apply_that_creates_needs_create_and_its_refusal_names_create() {
+        let created = json!({"verb": "patch", "responseStatus": {"code": 201},
+            "objectRef": {"resource": "deployments", "apiGroup": "apps", "name": "d"}});
+        let r = parse_event(&created.to_string()).unwrap();
+        assert_eq!(
+            r.permissions(),
+            vec![
+                Permission::new("apps", "deployments", "patch"),
+                Permission::new("apps", "deployments", "create")
+            ]
+        );
+        let only_patch = grants(&json!([
+            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["patch"]}
+        ]));
+        assert_eq!(
+            compare(&[r], &only_patch).missing,
+            BTreeSet::from([Permission::new("apps", "deployments", "create")])
+        );
+
+        let refused = json!({"verb": "patch", "responseStatus": {"code": 403, "message":
+            "deployments.apps \"d\" is forbidden: User \"u\" cannot create resource \"deployments\" in API group \"apps\" in the namespace \"n\""},
+            "objectRef": {"resource": "deployments", "apiGroup": "apps", "name": "d"}});
+        let r = parse_event(&refused.to_string()).unwrap();
+        assert_eq!(
+            r.permission,
+            Permission::new("apps", "deployments", "create")
+        );
+        // Not mistaken for a granted patch the authorizer was slow to allow.
+        assert_eq!(
+            compare(&[r], &only_patch).refused,
+            BTreeSet::from([Permission::new("apps", "deployments", "create")])
+        );
     }
 
     #[test]

@@ -67,6 +67,34 @@ pub async fn server_ready(run: &Run) -> anyhow::Result<bool> {
     Ok(is_ready(s.status.as_ref().map(|s| &s.conditions)))
 }
 
+/// The TerdutServer's Deployment and Service exist, applied by the operator and owned by the
+/// TerdutServer (docs/design.md §6): without a node no pod runs, but the objects must be there.
+pub async fn check_workload_applied(run: &Run) -> anyhow::Result<()> {
+    use k8s_openapi::api::{apps::v1::Deployment, core::v1::Service};
+    log("checking the TerdutServer's Deployment and Service");
+    let owned_by_server =
+        |refs: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>| {
+            refs.is_some_and(|r| {
+                r.iter()
+                    .any(|o| o.kind == "TerdutServer" && o.name == SERVER)
+            })
+        };
+    let deployments = Api::<Deployment>::namespaced(run.client.clone(), SERVER_NS);
+    let services = Api::<Service>::namespaced(run.client.clone(), SERVER_NS);
+    wait::until(
+        "the TerdutServer's Deployment and Service",
+        Duration::from_secs(60),
+        || async {
+            let d = deployments.get_opt(SERVER).await?;
+            let s = services.get_opt(SERVER).await?;
+            let both = d.is_some_and(|d| owned_by_server(d.metadata.owner_references.as_ref()))
+                && s.is_some_and(|s| owned_by_server(s.metadata.owner_references.as_ref()));
+            Ok(both.then_some(()))
+        },
+    )
+    .await
+}
+
 /// Seeds the user the platform ladder pages, applies the teams and alert sources and waits
 /// until each is Ready.
 pub async fn converge(run: &Run) -> anyhow::Result<()> {

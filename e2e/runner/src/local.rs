@@ -87,11 +87,14 @@ pub async fn scenario(
     metrics_url: Option<&str>,
     keep: bool,
 ) -> anyhow::Result<Option<Standin>> {
-    log("applying namespaces and the TerdutServer");
+    log("applying namespaces, the database password Secret and the TerdutServer");
     golden::apply_namespaces(run, false)?;
+    run.kubectl
+        .apply_file(&examples::file("05-database-password.yaml"))?;
     run.kubectl
         .apply_file(&examples::file("10-terdutserver.yaml"))?;
     let standin = start_standin(run).await?;
+    golden::check_workload_applied(run).await?;
     golden::converge(run).await?;
     golden::verify_on_server(run).await?;
     if let Some(url) = metrics_url {

@@ -33,15 +33,6 @@ pub struct Images {
     pub pull_policy: String,
 }
 
-/// The database password Secret docs/examples/10-terdutserver.yaml refers to (the stand-in
-/// has no database; the pod needs the Secret to start).
-fn password_secret() -> String {
-    format!(
-        "apiVersion: v1\nkind: Secret\nmetadata: {{name: terdut-postgres-password, namespace: {SERVER_NS}}}\n\
-         stringData: {{password: e2e-not-a-real-password}}\n"
-    )
-}
-
 async fn leader_metrics_url(run: &Run) -> anyhow::Result<String> {
     let leader = leader::holder(run).await?;
     Ok(format!(
@@ -57,7 +48,8 @@ pub async fn scenario(run: &Run, helm: &Helm, images: &Images, keep: bool) -> an
 
     log("applying namespaces (restricted), the database password Secret and the TerdutServer");
     golden::apply_namespaces(run, true)?;
-    run.kubectl.apply_yaml(&password_secret())?;
+    run.kubectl
+        .apply_file(&examples::file("05-database-password.yaml"))?;
     run.kubectl.apply_yaml(&examples::server_for_cluster(
         &images.standin,
         &images.pull_policy,
