@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`just bench-rss`: the operator's own memory, as a process of its own (issue 8, item 4).
+"""`just bench-rss`: the operator's own memory, as a process of its own (docs/performance.md).
 
 `just bench` runs the operator in the bench process next to its in-process stand-ins, so its
 RSS is an upper bound. Here the operator is the release binary, alone in its process, under the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`just sbom`: a CycloneDX 1.5 JSON SBOM of what a shipped binary links (issue 9, item 5).
+"""`just sbom`: a CycloneDX 1.5 JSON SBOM of what a shipped binary links.
 
 Built from `cargo metadata --locked` (the resolved graph for one target platform) and the
 checksums of Cargo.lock, so it needs no extra tool: every crate reachable from the binary's

@@ -38,7 +38,7 @@ pub struct Cli {
     )]
     pub cluster_domain: String,
 
-    /// Periodic resync of every object (DESIGN §5), as a Go duration.
+    /// Periodic resync of every object (docs/design.md §5), as a Go duration.
     #[arg(long, env = "TERDUT_RESYNC", default_value = "5m", value_parser = parse_duration)]
     pub resync: Duration,
 
@@ -51,6 +51,11 @@ pub struct Cli {
     #[arg(long, env = "TERDUT_MAX_CONCURRENT_RECONCILES", default_value_t = 256,
           value_parser = clap::value_parser!(u16).range(1..))]
     pub max_concurrent_reconciles: u16,
+
+    /// How long a converged TerdutTeam or TerdutAlertSource actor with nothing due stays up
+    /// before it is stopped and kept as an entry only (passivation, ADR 0008); `0s`: never.
+    #[arg(long, env = "TERDUT_PASSIVATE_AFTER", default_value = "30s", value_parser = parse_duration)]
+    pub passivate_after: Duration,
 
     /// Run leader election on a Lease, so that several replicas can run (only the leader acts).
     #[arg(long, env = "TERDUT_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
@@ -70,7 +75,7 @@ pub struct Cli {
 
     /// Namespaces to watch, comma-separated; empty (the default) watches every namespace.
     /// With a list the operator needs only namespaced Roles there, plus read access to
-    /// Namespaces (chart value `rbac.namespaced`; DESIGN §9, §13).
+    /// Namespaces (chart value `rbac.namespaced`; docs/design.md §9, §13).
     #[arg(
         long,
         env = "TERDUT_WATCH_NAMESPACES",

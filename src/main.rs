@@ -33,6 +33,7 @@ async fn main() -> anyhow::Result<()> {
         api_timeout: cli.api_timeout,
         test_hooks: cli.test_hooks,
         max_concurrent_passes: cli.max_concurrent_reconciles.into(),
+        passivate_after: (!cli.passivate_after.is_zero()).then_some(cli.passivate_after),
         watch_namespaces: cli
             .watch_namespaces
             .iter()

@@ -1,4 +1,4 @@
-//! Cross-namespace consent (DESIGN §4.6), as a pure decision: may a TerdutTeam in
+//! Cross-namespace consent (docs/design.md §4.6), as a pure decision: may a TerdutTeam in
 //! `team_namespace` attach to a TerdutServer in `server_namespace` given its `allowedTeams` and
 //! the team namespace's labels? Same-namespace teams never consult `allowedTeams`.
 

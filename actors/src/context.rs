@@ -3,7 +3,7 @@
 //! and alert-source actors find their server's actor.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -13,7 +13,6 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Client;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::Store;
-use ractor::ActorRef;
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 
 use crate::api::ApiMetrics;
@@ -23,13 +22,12 @@ use crate::kind::Written;
 use crate::runtime::events::EventPublisher;
 use crate::runtime::metrics::OperatorMetrics;
 use crate::stores::NamespacedStores;
-use crate::tree::server::ServerMsg;
 use crate::url_template;
 
 /// Operator settings (flags of the binary, see docs/configuration.md).
 #[derive(Clone, Debug)]
 pub struct OperatorConfig {
-    /// Periodic resync of every object (DESIGN §5: 5 minutes), jittered by ±10%.
+    /// Periodic resync of every object (docs/design.md §5: 5 minutes), jittered by ±10%.
     pub resync: Duration,
     /// How the operator reaches a TerdutServer's API. `{name}`, `{namespace}`,
     /// `{clusterDomain}` and `{port}` (spec.networking.servicePort) are replaced. In cluster:
@@ -49,7 +47,7 @@ pub struct OperatorConfig {
     /// Test hooks (fault injection by annotation). Never on in production.
     pub test_hooks: bool,
     /// The namespaces whose objects the operator watches and reconciles; empty means every
-    /// namespace (the cluster-wide default of DESIGN §9). A list lets the operator run with
+    /// namespace (the cluster-wide default of docs/design.md §9). A list lets the operator run with
     /// per-namespace Roles (`rbac.namespaced` in the chart).
     pub watch_namespaces: Vec<String>,
     /// Passes of TerdutTeams, and separately of TerdutAlertSources, that run at once
@@ -57,6 +55,9 @@ pub struct OperatorConfig {
     /// (heap profile, docs/performance.md); an actor waiting for its turn holds almost
     /// nothing, so this bounds what a cold start or a relist of many objects costs in memory.
     pub max_concurrent_passes: usize,
+    /// How long a converged team or alert-source actor with nothing due stays up before its
+    /// host stops it and keeps only its entry (passivation, ADR 0008); `None` never.
+    pub passivate_after: Option<Duration>,
 }
 
 impl Default for OperatorConfig {
@@ -71,6 +72,7 @@ impl Default for OperatorConfig {
             test_hooks: false,
             watch_namespaces: Vec::new(),
             max_concurrent_passes: 256,
+            passivate_after: Some(Duration::from_secs(30)),
         }
     }
 }
@@ -105,7 +107,7 @@ pub struct Stores {
     pub pdbs: NamespacedStores<PodDisruptionBudget>,
     /// Only Secrets the operator labels (`terdut.ryuvia.com/managed=true`).
     pub secrets: NamespacedStores<Secret>,
-    /// Namespace metadata only: labels for `allowedTeams: {from: Selector}` (DESIGN §4.6).
+    /// Namespace metadata only: labels for `allowedTeams: {from: Selector}` (docs/design.md §4.6).
     /// Always cluster-wide: Namespaces are cluster-scoped, so even the namespaced chart grants
     /// get/list/watch on them (labels only, no secrets).
     pub namespaces: Store<PartialObjectMeta<Namespace>>,
@@ -129,32 +131,17 @@ pub struct Inner {
     pub api_metrics: ApiMetrics,
     pub clock: Arc<dyn Clock>,
     pub config: OperatorConfig,
-    /// The running server actors, so anything outside the tree (the benchmark's baselines)
-    /// can ask one for credentials and consent.
-    pub servers: DashMap<ObjectKey, ActorRef<ServerMsg>>,
-    /// Told when something about a server changed that its teams and alert sources must see
-    /// at once (the wiring nudges them); unset: nobody is told.
-    pub on_server: OnceLock<Box<dyn ServerEvents>>,
     /// The resourceVersions the operator's own writes produced (see [`OwnWrites`]).
-    pub own_writes: OwnWrites,
-}
-
-/// What a server's dependants must hear about at once (see `Inner::on_server`).
-pub trait ServerEvents: Send + Sync {
-    /// The server actor published another client (or withdrew it): a new key, a rejected key.
-    fn credentials_changed(&self, server: &ObjectKey);
-    /// A pass found a team or integration it had recorded gone from the server: its data was
-    /// lost (a restored backup, a reset database), and every team and source of it must look
-    /// now rather than at its next resync (docs/design.md §5).
-    fn data_lost(&self, server: &ObjectKey);
+    pub own_writes: Arc<OwnWrites>,
 }
 
 /// The resourceVersions the latest own writes of each object produced (status, finalizer; a
 /// source's webhook Secret, kind `"secret"`, keyed by the Secret), by kind. The watch event of
 /// such a write is no reason for another pass of the object: the pass that wrote it already
-/// ran on everything else (issue 8, "reconciles per object"). Equality of resourceVersions is
-/// safe to test: the API server gives every write of an object a version no other write of it
-/// has, so an event at exactly a recorded version carries exactly what that write produced.
+/// ran on everything else (docs/performance.md, "reconciles per object"). Equality of
+/// resourceVersions is safe to test: the API server gives every write of an object a version no
+/// other write of it has, so an event at exactly a recorded version carries exactly what that write
+/// produced.
 ///
 /// The last [`OWN_WRITES_KEPT`] versions are kept, not only the latest: one pass writes a
 /// finalizer and then its status, and the finalizer's event may arrive after the status write

@@ -1,15 +1,13 @@
 //! The informer side (kube-runtime watchers + reflectors): every watched kind keeps a cache
-//! (managedFields stripped) and turns its events into supervisor messages. Many events for one
-//! object coalesce, because a running child gets at most one queued nudge.
-//!
-//! Routing (who reconciles when something changes):
-//! - TerdutServer -> its server actor, and every TerdutTeam naming it (DESIGN §5: "A TerdutTeam
-//!   re-reconciles when its TerdutServer changes").
-//! - Deployment / Service / PDB / operator-key Secret -> the server named by their
-//!   `terdut.ryuvia.com/server` label.
-//! - Namespace labels -> the TerdutTeams in that namespace (consent, DESIGN §4.6).
-//! - TerdutTeam / TerdutAlertSource -> their own actors, through [`Routes`].
+//! (managedFields stripped) and reports what it sees to [`Routes`], which hands it to the
+//! routing index (`routing/index.rs` decides who reconciles, docs/design.md §5):
+//! - TerdutServer, TerdutTeam, TerdutAlertSource: applied, deleted, listed;
+//! - Deployment / Service / PDB / operator-key Secret: their server, by the
+//!   `terdut.ryuvia.com/server` label;
+//! - a webhook Secret: its alert source, by its owner reference;
+//! - Namespace labels (consent, §4.6).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
@@ -23,7 +21,7 @@ use kube::api::Api;
 use kube::core::NamespaceResourceScope;
 use kube::core::PartialObjectMeta;
 use kube::runtime::WatchStreamExt as _;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::{self, Event};
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -33,37 +31,35 @@ use tracing::{debug, info, warn};
 
 use crate::context::Stores;
 use crate::key::ObjectKey;
+use crate::routing::Listed;
 use crate::server::names::{
     FIELD_MANAGER, LABEL_MANAGED_BY, LABEL_SERVER, MANAGED_SECRET_SELECTOR,
 };
 use crate::stores::NamespacedStores;
 
-/// Where informer events go. Implemented by the operator's wiring (`operator.rs`), which
-/// forwards each to the keyed supervisor of its kind.
+/// Where informer events go: the operator's wiring (`operator.rs`) turns each into what the
+/// routing index takes. One method per thing the watches see, nothing decided here.
 pub trait Routes: Send + Sync + 'static {
-    fn server_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutServer>>);
-    fn team_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>);
-    fn source_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutAlertSource>>);
-    /// The webhook Secret `secret` of alert source `source` (`obj`: the source from the cache,
-    /// if there) was written at `resource_version`, or deleted. By default the source is
-    /// nudged (DESIGN §5: a lost Secret fails closed).
-    fn webhook_secret_changed(
+    /// A TerdutServer was applied (`Some`) or deleted.
+    fn server(&self, key: ObjectKey, obj: Option<Arc<TerdutServer>>);
+    /// A Deployment, Service, PDB or key Secret labelled with its server changed.
+    fn server_owned(&self, server: ObjectKey);
+    fn team(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>);
+    fn source(&self, key: ObjectKey, obj: Option<Arc<TerdutAlertSource>>);
+    /// The webhook Secret `secret` of alert source `source` was written at
+    /// `resource_version`, or deleted.
+    fn webhook_secret(
         &self,
         secret: ObjectKey,
         resource_version: Option<String>,
         deleted: bool,
         source: ObjectKey,
-        obj: Option<Arc<TerdutAlertSource>>,
-    ) {
-        let _ = (secret, resource_version, deleted);
-        if obj.is_some() {
-            self.source_changed(source, obj);
-        }
-    }
-    /// A list of `kind` in `namespace` (`None`: every namespace) finished: objects of that
-    /// scope absent from it are gone. Only that scope: another namespace's watch may be
-    /// mid-list, its new objects not yet in its store.
-    fn synced(&self, kind: &'static str, namespace: Option<String>);
+    );
+    /// A Namespace's labels (`None`: the namespace is gone).
+    fn namespace(&self, name: String, labels: Option<BTreeMap<String, String>>);
+    /// A list of `kind` in `scope` (`None`: every namespace) finished with `present` in it.
+    /// Only that scope: another namespace's watch may be mid-list.
+    fn listed(&self, kind: Listed, scope: Option<String>, present: BTreeSet<ObjectKey>);
 }
 
 type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -91,9 +87,9 @@ fn config() -> watcher::Config {
 }
 
 /// Builds the informers; `routes` receives every event. `namespaces` empty: one cluster-wide
-/// watch per kind (DESIGN §9's ClusterRole). Otherwise one watch per kind and namespace, which
-/// needs only namespaced Roles there (the per-namespace split of DESIGN §13); Namespaces
-/// themselves are cluster-scoped and stay one cluster-wide watch either way.
+/// watch per kind (the ClusterRole of docs/design.md §9). Otherwise one watch per kind and
+/// namespace, which needs only namespaced Roles there (the per-namespace split of docs/design.md
+/// §13); Namespaces themselves are cluster-scoped and stay one cluster-wide watch either way.
 pub fn build(client: &Client, namespaces: &[String], routes: Arc<dyn Routes>) -> Informers {
     let (synced_tx, synced) = watch::channel(0usize);
     let synced_tx = Arc::new(synced_tx);
@@ -111,102 +107,49 @@ pub fn build(client: &Client, namespaces: &[String], routes: Arc<dyn Routes>) ->
         synced: &synced_tx,
     };
 
-    let servers = watch.kind::<TerdutServer, _>(config(), &mut tasks, {
-        let r = routes.clone();
-        move |ev| match ev {
-            Change::Applied(o) => r.server_changed(ObjectKey::of(o.as_ref()), Some(o)),
-            Change::Deleted(o) => r.server_changed(ObjectKey::of(o.as_ref()), None),
-            Change::Synced(ns) => r.synced("server", ns),
-        }
-    });
-    let teams = watch.kind::<TerdutTeam, _>(config(), &mut tasks, {
-        let r = routes.clone();
-        move |ev| match ev {
-            Change::Applied(o) => r.team_changed(ObjectKey::of(o.as_ref()), Some(o)),
-            Change::Deleted(o) => r.team_changed(ObjectKey::of(o.as_ref()), None),
-            Change::Synced(ns) => r.synced("team", ns),
-        }
-    });
-    let sources = watch.kind::<TerdutAlertSource, _>(config(), &mut tasks, {
-        let r = routes.clone();
-        move |ev| match ev {
-            Change::Applied(o) => r.source_changed(ObjectKey::of(o.as_ref()), Some(o)),
-            Change::Deleted(o) => r.source_changed(ObjectKey::of(o.as_ref()), None),
-            Change::Synced(ns) => r.synced("source", ns),
-        }
-    });
-
-    // Owned objects nudge their server (looked up in the server cache, so the actor gets the
-    // object itself, not a stale copy).
-    let to_server = |servers: NamespacedStores<TerdutServer>, routes: Arc<dyn Routes>| {
-        move |labels: &std::collections::BTreeMap<String, String>, ns: &str| {
-            if let Some(name) = labels.get(LABEL_SERVER) {
-                let obj = servers.get(&ObjectRef::new(name).within(ns));
-                if obj.is_some() {
-                    routes.server_changed(ObjectKey::new(ns, name.clone()), obj);
-                }
-            }
-        }
-    };
-    macro_rules! owned {
-        ($k:ty, $selector:expr) => {{
-            let nudge = to_server(servers.clone(), routes.clone());
-            watch.kind::<$k, _>(
-                config().labels(&$selector),
-                &mut tasks,
-                move |ev| match ev {
-                    Change::Applied(o) | Change::Deleted(o) => {
-                        nudge(o.labels(), &o.namespace().unwrap_or_default())
-                    }
-                    Change::Synced(_) => {}
-                },
-            )
-        }};
-    }
-    let deployments = owned!(Deployment, owned);
-    let services = owned!(Service, owned);
-    let pdbs = owned!(PodDisruptionBudget, owned);
-    let secrets = {
-        let nudge = to_server(servers.clone(), routes.clone());
-        let r = routes.clone();
-        let sources_store = sources.clone();
-        watch.kind::<Secret, _>(
-            config().labels(MANAGED_SECRET_SELECTOR),
-            &mut tasks,
-            move |ev| {
-                let (o, deleted) = match ev {
-                    Change::Applied(o) => (o, false),
-                    Change::Deleted(o) => (o, true),
-                    Change::Synced(_) => return,
-                };
-                let ns = o.namespace().unwrap_or_default();
-                nudge(o.labels(), &ns);
-                // A webhook Secret nudges its alert source (DESIGN §5: lost Secret fails closed),
-                // unless the event is only the source's own write landing (see the route).
-                if let Some(owner) = o
-                    .owner_references()
-                    .iter()
-                    .find(|r| r.kind == "TerdutAlertSource")
-                {
-                    let obj = sources_store.get(&ObjectRef::new(&owner.name).within(&ns));
-                    r.webhook_secret_changed(
-                        ObjectKey::of(o.as_ref()),
-                        o.resource_version(),
-                        deleted,
-                        ObjectKey::new(ns, owner.name.clone()),
-                        obj,
-                    );
-                }
-            },
-        )
-    };
+    // The table of watches: each kind, what it selects, and what its events mean.
+    let servers = watch.kind(
+        config(),
+        &mut tasks,
+        object(&routes, Listed::Server, |r, k, o| r.server(k, o)),
+    );
+    let teams = watch.kind(
+        config(),
+        &mut tasks,
+        object(&routes, Listed::Team, |r, k, o| r.team(k, o)),
+    );
+    let sources = watch.kind(
+        config(),
+        &mut tasks,
+        object(&routes, Listed::Source, |r, k, o| r.source(k, o)),
+    );
+    let deployments = watch.kind::<Deployment, _>(
+        config().labels(&owned),
+        &mut tasks,
+        owned_by_server(&routes),
+    );
+    let services = watch.kind::<Service, _>(
+        config().labels(&owned),
+        &mut tasks,
+        owned_by_server(&routes),
+    );
+    let pdbs = watch.kind::<PodDisruptionBudget, _>(
+        config().labels(&owned),
+        &mut tasks,
+        owned_by_server(&routes),
+    );
+    let secrets = watch.kind(
+        config().labels(MANAGED_SECRET_SELECTOR),
+        &mut tasks,
+        managed_secret(&routes),
+    );
 
     // Namespaces: metadata only, labels drive consent. Cluster-scoped, so one watch in both
     // modes (the namespaced chart grants read on Namespaces through a small ClusterRole).
     let namespaces = {
         let (reader, writer) = reflector::store::<PartialObjectMeta<Namespace>>();
-        let teams_store = teams.clone();
         let r = routes.clone();
+        let listed = reader.clone();
         let tx = synced_tx.clone();
         let stream = watcher::watcher(
             Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
@@ -227,23 +170,22 @@ pub fn build(client: &Client, namespaces: &[String], routes: Arc<dyn Routes>) ->
                     failing.recovered("Namespace", None);
                 }
                 match ev {
-                    Ok(Event::Apply(ns)) | Ok(Event::Delete(ns)) => {
-                        let name = ns.name_any();
-                        for t in teams_store
-                            .state()
-                            .into_iter()
-                            .filter(|t| t.namespace().as_deref() == Some(&name))
-                        {
-                            r.team_changed(ObjectKey::of(t.as_ref()), Some(t));
-                        }
+                    Ok(Event::Apply(ns)) | Ok(Event::InitApply(ns)) => {
+                        r.namespace(ns.name_any(), Some(ns.labels().clone()))
                     }
+                    Ok(Event::Delete(ns)) => r.namespace(ns.name_any(), None),
                     Ok(Event::InitDone) => {
                         if std::mem::take(&mut first_list) {
                             tx.send_modify(|n| *n += 1);
                         }
                         // A team whose consent pass ran before this list was swapped in found
-                        // no labels and was refused (DESIGN §4.6): it must look again.
-                        r.synced("namespace", None);
+                        // no labels and was refused (docs/design.md §4.6): it must look again.
+                        let present = listed
+                            .state()
+                            .iter()
+                            .map(|n| ObjectKey::new("", n.name_any()))
+                            .collect();
+                        r.listed(Listed::Namespace, None, present);
                     }
                     Ok(_) => {}
                     Err(e) => failing.failed("Namespace", None, &e),
@@ -271,13 +213,78 @@ pub fn build(client: &Client, namespaces: &[String], routes: Arc<dyn Routes>) ->
     }
 }
 
+/// The route of one of the operator's own kinds: applied, deleted, listed.
+fn object<K>(
+    routes: &Arc<dyn Routes>,
+    kind: Listed,
+    route: fn(&dyn Routes, ObjectKey, Option<Arc<K>>),
+) -> impl Fn(Change<K>) + Send + Sync + 'static
+where
+    K: Resource<DynamicType = ()> + Send + Sync + 'static,
+{
+    let r = routes.clone();
+    move |ev| match ev {
+        Change::Applied(o) => route(r.as_ref(), ObjectKey::of(o.as_ref()), Some(o)),
+        Change::Deleted(o) => route(r.as_ref(), ObjectKey::of(o.as_ref()), None),
+        Change::Synced(scope, present) => r.listed(kind, scope, present),
+    }
+}
+
+/// The route of an object a TerdutServer owns: its server, named by its label.
+fn owned_by_server<K>(routes: &Arc<dyn Routes>) -> impl Fn(Change<K>) + Send + Sync + 'static
+where
+    K: Resource<DynamicType = ()> + Send + Sync + 'static,
+{
+    let r = routes.clone();
+    move |ev| match ev {
+        Change::Applied(o) | Change::Deleted(o) => {
+            if let Some(name) = o.labels().get(LABEL_SERVER) {
+                r.server_owned(ObjectKey::new(
+                    o.namespace().unwrap_or_default(),
+                    name.clone(),
+                ));
+            }
+        }
+        Change::Synced(..) => {}
+    }
+}
+
+/// The route of a Secret the operator manages: a server's key (its server), or an alert
+/// source's webhook Secret (its source, docs/design.md §5: a lost Secret fails closed).
+fn managed_secret(routes: &Arc<dyn Routes>) -> impl Fn(Change<Secret>) + Send + Sync + 'static {
+    let server = owned_by_server::<Secret>(routes);
+    let r = routes.clone();
+    move |ev| {
+        let (o, deleted) = match &ev {
+            Change::Applied(o) => (o.clone(), false),
+            Change::Deleted(o) => (o.clone(), true),
+            Change::Synced(..) => return,
+        };
+        server(ev);
+        let ns = o.namespace().unwrap_or_default();
+        if let Some(owner) = o
+            .owner_references()
+            .iter()
+            .find(|r| r.kind == "TerdutAlertSource")
+        {
+            r.webhook_secret(
+                ObjectKey::of(o.as_ref()),
+                o.resource_version(),
+                deleted,
+                ObjectKey::new(ns, owner.name.clone()),
+            );
+        }
+    }
+}
+
 /// A change as the routes see it.
 #[derive(Debug)]
 pub enum Change<K> {
     Applied(Arc<K>),
     Deleted(Arc<K>),
-    /// The watch of this namespace (`None`: of every namespace) finished a list.
-    Synced(Option<String>),
+    /// The watch of this namespace (`None`: of every namespace) finished a list, with these
+    /// objects in it.
+    Synced(Option<String>, BTreeSet<ObjectKey>),
 }
 
 /// What every watch of one [`build`] shares.
@@ -345,6 +352,7 @@ where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
     let (reader, writer) = reflector::store::<K>();
+    let listed = reader.clone();
     let stream = watcher::watcher(api, cfg)
         .default_backoff()
         .modify(|o| {
@@ -371,7 +379,12 @@ where
                     if std::mem::take(&mut first_list) {
                         synced.send_modify(|n| *n += 1);
                     }
-                    on_change(Change::Synced(scope.clone()));
+                    let present = listed
+                        .state()
+                        .iter()
+                        .map(|o| ObjectKey::of(o.as_ref()))
+                        .collect();
+                    on_change(Change::Synced(scope.clone(), present));
                 }
                 Ok(Event::Init) => {}
                 Err(e) => failing.failed(&kind, scope.as_deref(), &e),

@@ -14,6 +14,7 @@ pub mod operator;
 pub mod pacing;
 pub mod pass_limit;
 pub mod pipeline;
+pub mod routing;
 pub mod runtime;
 pub mod server;
 pub mod source;

@@ -1,13 +1,16 @@
-//! The actor of one TerdutTeam or one TerdutAlertSource (DESIGN §5): the two kinds differ in
-//! their reconciler, not in how an actor drives it, so the actor is written once here and each
-//! kind says what differs through [`ObjectKind`] (`team/actor.rs`, `source/actor.rs`).
+//! The actor of one TerdutTeam or one TerdutAlertSource (docs/design.md §5), a child of its
+//! host (its server's actor, or the holding host; ADR 0008): the two kinds differ in their
+//! pipeline, not in how an actor drives it, so the actor is written once here and each kind
+//! says what differs through [`ObjectKind`] (its cache, its lane of the pass limit).
 //!
-//! Each message is one pass of the kind's reconciler (resolve -> observe -> `plan` (pure) ->
-//! execute -> status, callable outside the actor: `reconcile.rs` of each kind). The actor keeps
-//! the per-object memory for one incarnation and re-arms one timer with the delay the pass
-//! returned (the previous timer is aborted, so timers never pile up). Expected failures (a
-//! 5xx, a conflict) are handled in the pass and retried by timer; only a panic (or the
-//! crash-window test hook) restarts the actor through its supervisor.
+//! Each message is one pass of the kind's pipeline through the generic driver
+//! (`pipeline/driver.rs`: observe -> plan (pure) -> apply -> status (pure), or finalize;
+//! callable outside the actor too, as the benchmark's baselines do). The actor keeps the
+//! per-object memory and re-arms one timer with the delay the pass returned (the previous
+//! timer is aborted, so timers never pile up). Converged with nothing due for longer than
+//! `passivate_after`, it tells its host it is idle and may be stopped, leaving its memory with
+//! its entry. Expected failures (a 5xx, a conflict) are handled in the pass and retried by
+//! timer; only a panic (or the crash-window test hook) restarts the actor through its host.
 
 use std::fmt::Debug;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -90,6 +93,9 @@ pub enum ObjectMsg {
     Reconcile,
     /// The periodic resync or a retry timer fired (tests send it to force a pass).
     Resync,
+    /// The idle period after pass number `pass` is over: if no pass ran since, the actor tells
+    /// its host it may passivate it.
+    Idle { pass: u64 },
 }
 
 /// What the supervisor keeps of one object: not the object (the actor reads the newest copy
@@ -145,22 +151,29 @@ impl<K: ObjectKind> PartialEq for ObjectSpec<K> {
 /// Builds the actors of one kind for the keyed supervisor.
 pub struct ObjectFactory<K: ObjectKind> {
     pub ctx: Ctx,
-    /// Shared by all its actors (`max_concurrent_passes`).
+    /// Shared by every actor of the kind, in every host (`max_concurrent_passes`).
     passes: PassLimit,
+    /// Whom the actors ask for credentials and consent: their host.
+    parent: Parent,
     kind: PhantomData<fn() -> K>,
 }
 
 impl<K: ObjectKind> ObjectFactory<K> {
-    pub fn new(ctx: Ctx) -> Self {
-        let passes = PassLimit::new(
-            ctx.config.max_concurrent_passes,
-            ctx.metrics.pass_gauges(K::KIND.label()),
-        );
+    pub fn new(ctx: Ctx, passes: PassLimit, parent: Parent) -> Self {
         Self {
             ctx,
             passes,
+            parent,
             kind: PhantomData,
         }
+    }
+
+    /// The pass limit of kind `K` for the whole operator.
+    pub fn pass_limit(ctx: &Ctx) -> PassLimit {
+        PassLimit::new(
+            ctx.config.max_concurrent_passes,
+            ctx.metrics.pass_gauges(K::KIND.label()),
+        )
     }
 }
 
@@ -169,6 +182,7 @@ impl<K: ObjectKind> Clone for ObjectFactory<K> {
         Self {
             ctx: self.ctx.clone(),
             passes: self.passes.clone(),
+            parent: self.parent.clone(),
             kind: PhantomData,
         }
     }
@@ -198,7 +212,7 @@ impl<K: ObjectKind + Default> ChildFactory for ObjectFactory<K> {
             ObjectActor {
                 driver: Driver::new(self.ctx.clone(), K::default()),
                 passes: self.passes.clone(),
-                parent: Parent::Lookup,
+                parent: self.parent.clone(),
             },
             child,
         )
@@ -220,6 +234,11 @@ impl<K: ObjectKind + Default> ChildFactory for ObjectFactory<K> {
 pub struct ObjectState<K: ObjectKind> {
     child: ChildContext<ObjectSpec<K>>,
     timer: Option<JoinHandle<Result<(), ractor::MessagingErr<ObjectMsg>>>>,
+    /// The idle-period timer after a converged pass.
+    idle: Option<JoinHandle<Result<(), ractor::MessagingErr<ObjectMsg>>>>,
+    /// Passes run by this incarnation, and when the next one is due.
+    passes: u64,
+    due: Option<tokio::time::Instant>,
     /// What the driver keeps between passes.
     memory: Memory<K>,
 }
@@ -261,9 +280,13 @@ impl<K: ObjectKind> Actor for ObjectActor<K> {
         child: ChildContext<ObjectSpec<K>>,
     ) -> Result<ObjectState<K>, ActorProcessingErr> {
         Ok(ObjectState {
-            child,
             timer: None,
-            memory: Memory::default(),
+            idle: None,
+            passes: 0,
+            due: None,
+            // A passivated incarnation's memory carries over; a restart starts afresh.
+            memory: child.take_keepsake::<Memory<K>>().unwrap_or_default(),
+            child,
         })
     }
 
@@ -272,7 +295,10 @@ impl<K: ObjectKind> Actor for ObjectActor<K> {
         _myself: ActorRef<ObjectMsg>,
         state: &mut ObjectState<K>,
     ) -> Result<(), ActorProcessingErr> {
-        if let Some(t) = state.timer.take() {
+        for t in [state.timer.take(), state.idle.take()]
+            .into_iter()
+            .flatten()
+        {
             t.abort();
         }
         Ok(())
@@ -285,8 +311,20 @@ impl<K: ObjectKind> Actor for ObjectActor<K> {
         state: &mut ObjectState<K>,
     ) -> Result<(), ActorProcessingErr> {
         state.child.message_received();
-        if let ObjectMsg::Reconcile = msg {
-            state.child.nudge_received();
+        match msg {
+            ObjectMsg::Reconcile => state.child.nudge_received(),
+            ObjectMsg::Resync => {}
+            ObjectMsg::Idle { pass } => {
+                // Nothing ran since that pass: nothing is due before its next one.
+                if pass == state.passes
+                    && let Some(due) = state.due
+                {
+                    state
+                        .child
+                        .report_idle(due, Box::new(state.memory.keepsake()));
+                }
+                return Ok(());
+            }
         }
         // Made and boxed by the limit once a slot is free, so the pass's future (~15 KB)
         // exists only while the pass runs: ractor boxes each actor's processing loop once, and
@@ -325,10 +363,23 @@ impl<K: ObjectKind> ObjectActor<K> {
             .driver
             .reconcile(&self.parent, &object, &mut state.memory)
             .await;
-        if let Some(t) = state.timer.take() {
+        for t in [state.timer.take(), state.idle.take()]
+            .into_iter()
+            .flatten()
+        {
             t.abort();
         }
         state.timer = Some(myself.send_after(next, || ObjectMsg::Resync));
+        state.passes += 1;
+        state.due = Some(tokio::time::Instant::now() + next);
+        // Converged with nothing due for longer than the idle period: after that period, with
+        // no pass in between, the host may stop the actor and keep only its entry (ADR 0008).
+        if let Some(after) = self.driver.ctx.config.passivate_after
+            && next > after
+        {
+            let pass = state.passes;
+            state.idle = Some(myself.send_after(after, move || ObjectMsg::Idle { pass }));
+        }
     }
 }
 

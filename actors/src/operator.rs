@@ -1,42 +1,46 @@
-//! Wiring: informers -> routes -> keyed supervisors -> per-object actors.
+//! Wiring: informers -> routing index (the writer) -> the supervision tree.
 //!
 //! ```text
-//!  watchers/reflectors ──events──▶ OperatorRoutes ──Ensure/Remove──▶ KeyedSupervisor<ServerFactory>
-//!        │ caches (Stores)                                            └─ ServerActor (ns/name) ...
-//!        └──────────────────────────── read by every actor ◀──────────── Ctx (shared)
+//!  watchers/reflectors ──what they saw──▶ writer (routing index) ──commands──▶ the tree:
+//!        │ caches (Stores)        Root ── ServerActor (per TerdutServer) ── its teams, sources
+//!        │                             └─ HoldingActor ── teams and sources no server takes yet
+//!        └──────────────────── read by every actor ◀──── Ctx (shared)
 //! ```
 //!
 //! Everything is built before any watch starts, so no event can arrive before its route.
 
-use std::sync::{Arc, OnceLock, Weak};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
-use dashmap::DashMap;
 use kube::ResourceExt;
-use kube::runtime::reflector::ObjectRef;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::Registry as MetricsRegistry;
 use ractor::{Actor, ActorRef};
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 use tokio::task::JoinHandle;
-use tracing::{debug, info};
+use tracing::info;
 
 use crate::api::ApiMetrics;
 use crate::clock::Clock;
-use crate::context::{Ctx, Inner, OperatorConfig, ServerEvents};
+use crate::context::{Ctx, Inner, OperatorConfig, OwnWrites};
 use crate::informers::{self, Routes};
 use crate::key::ObjectKey;
 use crate::kind::{Kind, Written};
 use crate::kube_clients::KubeClients;
-use crate::object_actor::{SourceFactory, SourceSpec, TeamFactory, TeamSpec};
+use crate::object_actor::{SourceFactory, TeamFactory};
+use crate::routing::{ChildKind, Listed, ServerFacts, SourceFacts, TeamFacts};
 use crate::runtime::events::EventPublisher;
 use crate::runtime::metrics::OperatorMetrics;
 use crate::server::observe::team_server_key;
-use crate::stores::NamespacedStores;
 use crate::supervisor::{
-    ChildFactory, KeyedSupervisor, RestartPolicy, SupervisorConfig, SupervisorMetrics,
-    SupervisorMsg, snapshot,
+    ChildSnapshot, KeyedSupervisor, RestartPolicy, SupervisorConfig, SupervisorMetrics,
+    SupervisorMsg,
 };
+use crate::tree::ChildrenMsg;
+use crate::tree::children::ChildSetup;
+use crate::tree::holding::HoldingActor;
 use crate::tree::server::{ServerFactory, ServerSpec};
+use crate::tree::writer::{self, HostRef, Outlets, Registry, Seen, ServerRoot, Writer};
 
 /// Knobs of [`start`] beyond [`OperatorConfig`].
 #[derive(Clone, Debug)]
@@ -52,12 +56,12 @@ pub struct StartOptions {
 /// their actors, which also answer the children's credentials and consent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ChildRuntime {
-    /// One actor per object under a keyed supervisor (the operator).
+    /// One actor per object under its host (the operator).
     #[default]
     Actors,
-    /// Something else drives `team::reconcile::TeamReconciler` and
-    /// `source::reconcile::SourceReconciler` (the bench's kube-runtime `Controller` baselines):
-    /// the team and source supervisors are started but get no object.
+    /// Something else drives the team and source pipelines (the bench's kube-runtime
+    /// `Controller` baselines, through `pipeline::Driver`): the hosts are started but get no
+    /// child.
     External,
 }
 
@@ -65,13 +69,56 @@ pub enum ChildRuntime {
 #[derive(Debug)]
 pub struct RunningOperator {
     pub ctx: Ctx,
-    pub servers: ActorRef<SupervisorMsg<ServerFactory>>,
-    pub sources: ActorRef<SupervisorMsg<SourceFactory>>,
-    pub teams: ActorRef<SupervisorMsg<TeamFactory>>,
+    pub tree: Tree,
     tasks: Vec<JoinHandle<()>>,
     supervisor_handles: Vec<JoinHandle<()>>,
     synced: tokio::sync::watch::Receiver<usize>,
     expected: usize,
+}
+
+/// A handle on the supervision tree, for tests, tools and the benchmark; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Tree {
+    /// The root: one actor per TerdutServer.
+    pub servers: ActorRef<SupervisorMsg<ServerFactory>>,
+    /// The teams and alert sources no server takes yet.
+    pub holding: ActorRef<ChildrenMsg>,
+    /// The running server actors, for anything outside the tree (the benchmark's baselines).
+    pub registry: Registry,
+    writer: Writer,
+}
+
+impl Tree {
+    /// Every host: the running server actors and the holding host.
+    pub fn hosts(&self) -> Vec<HostRef> {
+        let mut hosts: Vec<HostRef> = self
+            .registry
+            .iter()
+            .map(|r| HostRef::Server(r.value().clone()))
+            .collect();
+        hosts.push(HostRef::Holding(self.holding.clone()));
+        hosts
+    }
+
+    /// The host the actor of team or alert source `key` lives under, if the object is known.
+    pub async fn host_of(&self, kind: ChildKind, key: &ObjectKey) -> Option<HostRef> {
+        self.writer.locate(kind, key.clone()).await
+    }
+
+    /// What the host of `key` knows of its actor (restarts, status), if it has one.
+    pub async fn child(&self, kind: ChildKind, key: &ObjectKey) -> Option<ChildSnapshot> {
+        let host = self.host_of(kind, key).await?;
+        let snapshot = host.snapshot(kind, Duration::from_secs(5)).await.ok()?;
+        snapshot.children.get(key).cloned()
+    }
+
+    /// Stops the actor of `key` and forgets it, as an operator restart would: the next event
+    /// of the object starts a fresh one.
+    pub async fn forget(&self, kind: ChildKind, key: &ObjectKey) {
+        if let Some(host) = self.host_of(kind, key).await {
+            host.remove(kind, key.clone());
+        }
+    }
 }
 
 impl RunningOperator {
@@ -81,420 +128,152 @@ impl RunningOperator {
         let _ = self.synced.wait_for(|n| *n >= expected).await;
     }
 
-    /// Stops the watches, then the supervisors (children finish their current message).
+    /// Stops the watches, then the tree (children finish their current message).
     pub async fn stop(self) {
         for t in &self.tasks {
             t.abort();
         }
-        self.servers.stop(Some("operator stopping".into()));
-        self.sources.stop(Some("operator stopping".into()));
-        self.teams.stop(Some("operator stopping".into()));
+        self.tree.holding.stop(Some("operator stopping".into()));
+        self.tree.servers.stop(Some("operator stopping".into()));
         for h in self.supervisor_handles {
             let _ = tokio::time::timeout(Duration::from_secs(30), h).await;
         }
     }
 }
 
-/// The parts of a TerdutTeam its server and its alert sources depend on, and the version they
-/// were last seen at.
-#[derive(Clone, Debug, PartialEq)]
-struct TeamSeen {
-    server: ObjectKey,
-    ready: bool,
-    team_id: Option<i64>,
-    deleting: bool,
-    resource_version: Option<String>,
+/// Turns what the informers saw into what the routing index takes: the few facts routing
+/// reads of each object, and whether a version is the operator's own write.
+struct Translate {
+    writer: Writer,
+    own_writes: Arc<OwnWrites>,
 }
 
-impl TeamSeen {
-    fn of(team: &TerdutTeam) -> Self {
-        let status = team.status.as_ref();
-        Self {
-            server: team_server_key(team),
-            ready: status
-                .is_some_and(|s| terdut_crds::v1alpha1::conditions::is_ready(&s.conditions)),
-            team_id: status.and_then(|s| s.team_id),
-            deleting: team.metadata.deletion_timestamp.is_some(),
-            resource_version: team.resource_version(),
-        }
-    }
-
-    /// What an alert source gates on (DESIGN §5: it requires its team Ready, with an id).
-    fn gate(&self) -> (bool, Option<i64>, bool) {
-        (self.ready, self.team_id, self.deleting)
+impl Translate {
+    fn own(&self, kind: Written, key: &ObjectKey, resource_version: Option<&str>) -> bool {
+        resource_version.is_some_and(|rv| self.own_writes.is_own(kind, key, rv))
     }
 }
 
-struct OperatorRoutes {
-    servers: OnceLock<ActorRef<SupervisorMsg<ServerFactory>>>,
-    sources: OnceLock<ActorRef<SupervisorMsg<SourceFactory>>>,
-    teams: OnceLock<ActorRef<SupervisorMsg<TeamFactory>>>,
-    /// What the dependants of each team last saw of it (see `team_changed`); also how a
-    /// deleted team, whose object the route does not get, still nudges its server.
-    team_seen: DashMap<ObjectKey, TeamSeen>,
-    /// What the teams of each TerdutServer last saw of it (see `server_changed`).
-    server_seen: DashMap<ObjectKey, ServerSeen>,
-    /// The resourceVersion each alert source was last seen at.
-    source_seen: DashMap<ObjectKey, Option<String>>,
-    /// The resourceVersion each webhook Secret was last seen at.
-    secret_seen: DashMap<ObjectKey, Option<String>>,
-    /// When each server's data-lost fan-out last ran (see `data_lost`).
-    data_lost_at: DashMap<ObjectKey, tokio::time::Instant>,
-    ctx: OnceLock<Ctx>,
-}
-
-/// The parts of a TerdutServer its teams read: it exists (with this uid), its spec (consent,
-/// port: the generation), whether it is being deleted. Its credentials reach the teams through
-/// `Ctx::on_credentials` instead.
-#[derive(Clone, Debug, PartialEq)]
-struct ServerSeen {
-    uid: Option<String>,
-    generation: Option<i64>,
-    deleting: bool,
-}
-
-impl ServerSeen {
-    fn of(server: &TerdutServer) -> Self {
-        Self {
-            uid: server.metadata.uid.clone(),
-            generation: server.metadata.generation,
-            deleting: server.metadata.deletion_timestamp.is_some(),
-        }
+fn server_facts(server: &TerdutServer) -> ServerFacts {
+    ServerFacts {
+        uid: server.metadata.uid.clone(),
+        generation: server.metadata.generation,
+        deleting: server.metadata.deletion_timestamp.is_some(),
+        allowed: server.spec.allowed_teams.clone(),
     }
 }
 
-/// Whether a watch event of `kind` `key` at `now` is only the operator's own write landing: a
-/// new version (not the one `before`, which a dependency's re-nudge carries again) that one of
-/// its own status or finalizer writes produced. That pass already ran on everything else, so
-/// the object needs no new pass for it; a write by anyone else still nudges (issue 8).
-fn own_write(
-    ctx: Option<&Ctx>,
-    kind: Written,
-    key: &ObjectKey,
-    before: Option<&str>,
-    now: Option<&str>,
-) -> bool {
-    match (ctx, now) {
-        (Some(ctx), Some(now)) => before != Some(now) && ctx.own_writes.is_own(kind, key, now),
-        _ => false,
+fn team_facts(team: &TerdutTeam) -> TeamFacts {
+    let status = team.status.as_ref();
+    TeamFacts {
+        server: team_server_key(team),
+        ready: status.is_some_and(|s| terdut_crds::v1alpha1::conditions::is_ready(&s.conditions)),
+        team_id: status.and_then(|s| s.team_id),
+        deleting: team.metadata.deletion_timestamp.is_some(),
+        resource_version: team.resource_version(),
     }
 }
 
-impl Routes for OperatorRoutes {
-    fn server_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutServer>>) {
-        let (Some(servers), Some(ctx)) = (self.servers.get(), self.ctx.get()) else {
-            return;
-        };
-        let now = obj.as_deref().map(ServerSeen::of);
-        let msg = match obj {
-            Some(o) => SupervisorMsg::Ensure(key.clone(), ServerSpec(o)),
-            None => SupervisorMsg::Remove(key.clone()),
-        };
-        let _ = servers.cast(msg);
-        // DESIGN §5: a TerdutTeam re-reconciles when its TerdutServer changes, in what a team
-        // reads of it. Most server events are its own status writes and its Deployment's status
-        // (kube-controller-manager); re-running every team on each of them multiplied the
-        // passes (docs/performance.md).
-        let before = match &now {
-            Some(seen) => self.server_seen.insert(key.clone(), seen.clone()),
-            None => self.server_seen.remove(&key).map(|(_, seen)| seen),
-        };
-        if before.is_some() && before == now {
-            return;
-        }
-        self.nudge_teams_of(ctx, &key);
+fn source_facts(source: &TerdutAlertSource) -> SourceFacts {
+    SourceFacts {
+        team: source.spec.team_ref.name.clone(),
+        resource_version: source.resource_version(),
+    }
+}
+
+impl Routes for Translate {
+    fn server(&self, key: ObjectKey, obj: Option<Arc<TerdutServer>>) {
+        let facts = obj.as_deref().map(server_facts);
+        self.writer.seen(Seen::Server { key, facts });
     }
 
-    fn team_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>) {
-        debug!(team = %key, "team changed");
-        let now = obj.as_deref().map(TeamSeen::of);
-        let before = match &now {
-            Some(seen) => self.team_seen.insert(key.clone(), seen.clone()),
-            None => self.team_seen.remove(&key).map(|(_, seen)| seen),
-        };
-        let own = own_write(
-            self.ctx.get(),
-            Written::Object(Kind::Team),
+    fn server_owned(&self, server: ObjectKey) {
+        self.writer.seen(Seen::ServerOwned(server));
+    }
+
+    fn team(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>) {
+        let kind = Written::Object(Kind::Team);
+        let facts = obj.as_deref().map(team_facts);
+        let own_version = self.own(
+            kind,
             &key,
-            before.as_ref().and_then(|b| b.resource_version.as_deref()),
-            now.as_ref().and_then(|n| n.resource_version.as_deref()),
+            facts.as_ref().and_then(|f| f.resource_version.as_deref()),
         );
-        if obj.is_none()
-            && let Some(ctx) = self.ctx.get()
-        {
-            ctx.own_writes.forget(Written::Object(Kind::Team), &key);
+        if facts.is_none() {
+            self.own_writes.forget(kind, &key);
         }
-        if let Some(teams) = self.teams.get()
-            && !own
-        {
-            let msg = match obj {
-                Some(o) => SupervisorMsg::Ensure(key.clone(), TeamSpec::new(&o)),
-                None => SupervisorMsg::Remove(key.clone()),
-            };
-            let _ = teams.cast(msg);
-        }
-        // Fan out only what the dependants read: most team events are the team's own status
-        // writes, and re-running its server and every source on each of them multiplied the
-        // passes per object (docs/performance.md).
-        // The server recounts consent when a team appears, goes, or its Ready flips (a
-        // namespace relabel shows up as the team turning RefNotPermitted or back).
-        let server_affected = match (&before, &now) {
-            (Some(b), Some(n)) => b.server != n.server || b.ready != n.ready,
-            _ => true,
-        };
-        let sources_affected =
-            before.as_ref().map(TeamSeen::gate) != now.as_ref().map(TeamSeen::gate);
-        // The server's status counts its accepted and refused teams (DESIGN §4.6): nudge its
-        // actor (only its actor: `server_changed` would fan back out to every team).
-        let server = now.as_ref().or(before.as_ref()).map(|s| s.server.clone());
-        if server_affected
-            && let (Some(server), Some(servers), Some(ctx)) =
-                (server, self.servers.get(), self.ctx.get())
-            && let Some(obj) = ctx
-                .stores
-                .servers
-                .get(&ObjectRef::new(&server.name).within(&server.namespace))
-        {
-            let _ = servers.cast(SupervisorMsg::Ensure(server, ServerSpec(obj)));
-        }
-        // DESIGN §5: a TerdutAlertSource waiting for its team re-reconciles when it changes.
-        if sources_affected && let Some(ctx) = self.ctx.get() {
-            for source in ctx.stores.sources.state() {
-                if source.metadata.namespace.as_deref() == Some(key.namespace.as_str())
-                    && source.spec.team_ref.name == key.name
-                {
-                    self.source_changed(ObjectKey::of(source.as_ref()), Some(source));
-                }
-            }
-        }
+        self.writer.seen(Seen::Team {
+            key,
+            facts,
+            own_version,
+        });
     }
 
-    fn source_changed(&self, key: ObjectKey, obj: Option<Arc<TerdutAlertSource>>) {
-        let now = obj.as_deref().and_then(|s| s.resource_version());
-        let before = match &obj {
-            Some(_) => self.source_seen.insert(key.clone(), now.clone()),
-            None => {
-                if let Some(ctx) = self.ctx.get() {
-                    ctx.own_writes.forget(Written::Object(Kind::Source), &key);
-                }
-                self.source_seen.remove(&key).map(|(_, rv)| rv)
-            }
-        };
-        let own = own_write(
-            self.ctx.get(),
-            Written::Object(Kind::Source),
+    fn source(&self, key: ObjectKey, obj: Option<Arc<TerdutAlertSource>>) {
+        let kind = Written::Object(Kind::Source);
+        let facts = obj.as_deref().map(source_facts);
+        let own_version = self.own(
+            kind,
             &key,
-            before.flatten().as_deref(),
-            now.as_deref(),
+            facts.as_ref().and_then(|f| f.resource_version.as_deref()),
         );
-        let Some(sources) = self.sources.get() else {
-            return;
-        };
-        if own {
-            return;
+        if facts.is_none() {
+            self.own_writes.forget(kind, &key);
         }
-        let msg = match obj {
-            Some(o) => SupervisorMsg::Ensure(key, SourceSpec::new(&o)),
-            None => SupervisorMsg::Remove(key),
-        };
-        let _ = sources.cast(msg);
+        self.writer.seen(Seen::Source {
+            key,
+            facts,
+            own_version,
+        });
     }
 
-    fn webhook_secret_changed(
+    fn webhook_secret(
         &self,
         secret: ObjectKey,
         resource_version: Option<String>,
         deleted: bool,
         source: ObjectKey,
-        obj: Option<Arc<TerdutAlertSource>>,
     ) {
-        // The Secret a source pass created or replaced comes back as a watch event; that pass
-        // already reported on it (its status says Ready with that integration), so the event
-        // is no reason for another pass (issue 8: sources took a third pass for it). A delete,
-        // or a version anyone else wrote, still nudges: DESIGN §5, a lost Secret fails closed.
-        let before = if deleted {
-            if let Some(ctx) = self.ctx.get() {
-                ctx.own_writes.forget(Written::WebhookSecret, &secret);
-            }
-            self.secret_seen.remove(&secret).map(|(_, rv)| rv)
-        } else {
-            self.secret_seen
-                .insert(secret.clone(), resource_version.clone())
-        };
-        let own = !deleted
-            && own_write(
-                self.ctx.get(),
-                Written::WebhookSecret,
-                &secret,
-                before.flatten().as_deref(),
-                resource_version.as_deref(),
-            );
-        if own {
-            return;
+        let own_version =
+            !deleted && self.own(Written::WebhookSecret, &secret, resource_version.as_deref());
+        if deleted {
+            self.own_writes.forget(Written::WebhookSecret, &secret);
         }
-        if obj.is_some() {
-            self.source_changed(source, obj);
-        }
+        self.writer.seen(Seen::WebhookSecret {
+            secret,
+            source,
+            resource_version,
+            deleted,
+            own_version,
+        });
     }
 
-    fn synced(&self, kind: &'static str, namespace: Option<String>) {
-        // Objects deleted while no watch was open never produce a Delete event: after every
-        // (re)list, stop the actors of that scope whose object is no longer in the cache.
-        let Some(ctx) = self.ctx.get().cloned() else {
-            return;
-        };
-        match kind {
-            "team" => {
-                if let Some(teams) = self.teams.get().cloned() {
-                    remove_gone(teams, ctx.stores.teams.clone(), namespace);
-                }
-            }
-            "source" => {
-                if let Some(sources) = self.sources.get().cloned() {
-                    remove_gone(sources, ctx.stores.sources.clone(), namespace);
-                }
-            }
-            "server" => {
-                if let Some(servers) = self.servers.get().cloned() {
-                    remove_gone(servers, ctx.stores.servers.clone(), namespace);
-                }
-            }
-            _ => {}
-        }
-        // A reflector swaps its whole list in at the end of a (re)list, not object by object:
-        // until then an actor can find its server or team missing from the cache, and a fan-out
-        // can find no dependants to nudge. Nothing else would wake those actors before their
-        // resync, so once any of these kinds (or Namespaces, whose labels decide consent) has
-        // listed, nudge every team and alert source
-        // (coalesced; a pass that finds nothing to do only reads).
-        if matches!(kind, "server" | "team" | "source" | "namespace") {
-            if let Some(teams) = self.teams.get() {
-                for team in ctx.stores.teams.state() {
-                    let _ = teams.cast(SupervisorMsg::Ensure(
-                        ObjectKey::of(team.as_ref()),
-                        TeamSpec::new(&team),
-                    ));
-                }
-            }
-            if let Some(sources) = self.sources.get() {
-                for source in ctx.stores.sources.state() {
-                    let key = ObjectKey::of(source.as_ref());
-                    let _ = sources.cast(SupervisorMsg::Ensure(key, SourceSpec::new(&source)));
-                }
-            }
-        }
+    fn namespace(&self, name: String, labels: Option<BTreeMap<String, String>>) {
+        self.writer.seen(Seen::Namespace { name, labels });
+    }
+
+    fn listed(&self, kind: Listed, scope: Option<String>, present: BTreeSet<ObjectKey>) {
+        self.writer.seen(Seen::Listed {
+            kind,
+            scope,
+            present,
+        });
     }
 }
 
-impl OperatorRoutes {
-    /// Nudges every team of TerdutServer `server` (only the team: its own object did not
-    /// change, so its server and alert sources need no fan-out).
-    fn nudge_teams_of(&self, ctx: &Ctx, server: &ObjectKey) {
-        let Some(teams) = self.teams.get() else {
-            return;
-        };
-        for team in ctx.stores.teams.state() {
-            if team_server_key(&team) == *server {
-                let key = ObjectKey::of(team.as_ref());
-                let _ = teams.cast(SupervisorMsg::Ensure(key, TeamSpec::new(&team)));
-            }
-        }
+/// The root supervisor, as the writer sends to it.
+struct Root(ActorRef<SupervisorMsg<ServerFactory>>);
+
+impl ServerRoot for Root {
+    fn ensure(&self, key: ObjectKey, server: Arc<TerdutServer>, at: tokio::time::Instant) {
+        let _ = self
+            .0
+            .cast(SupervisorMsg::EnsureAt(key, ServerSpec(server), at));
     }
 
-    /// The server's actor published a new client (or lost it): its teams and their alert
-    /// sources look again now instead of after their backoff.
-    fn credentials_changed(&self, server: &ObjectKey) {
-        let Some(ctx) = self.ctx.get() else {
-            return;
-        };
-        self.nudge_all_of(ctx, server);
+    fn remove(&self, key: ObjectKey) {
+        let _ = self.0.cast(SupervisorMsg::Remove(key));
     }
-
-    /// A pass found the server's data lost: every team and source of it looks now. Every one
-    /// of them that passes finds the same, so one fan-out per [`DATA_LOST_QUIET`] is enough
-    /// (10,000 teams each nudging 10,000 would be 10^8 messages).
-    fn data_lost(&self, server: &ObjectKey) {
-        let Some(ctx) = self.ctx.get() else {
-            return;
-        };
-        let now = ctx.clock.now();
-        let recent = self
-            .data_lost_at
-            .get(server)
-            .is_some_and(|at| now.saturating_duration_since(*at) < DATA_LOST_QUIET);
-        if recent {
-            return;
-        }
-        self.data_lost_at.insert(server.clone(), now);
-        info!(server = %server, "a recorded team or integration is gone from the server; every team and alert source of it looks again");
-        self.nudge_all_of(ctx, server);
-    }
-
-    /// Nudges every team of `server` and every alert source of those teams.
-    fn nudge_all_of(&self, ctx: &Ctx, server: &ObjectKey) {
-        self.nudge_teams_of(ctx, server);
-        let Some(sources) = self.sources.get() else {
-            return;
-        };
-        for source in ctx.stores.sources.state() {
-            let ns = source.metadata.namespace.clone().unwrap_or_default();
-            let team = ctx
-                .stores
-                .teams
-                .get(&ObjectRef::new(&source.spec.team_ref.name).within(&ns));
-            if team.is_some_and(|t| team_server_key(&t) == *server) {
-                let key = ObjectKey::of(source.as_ref());
-                let _ = sources.cast(SupervisorMsg::Ensure(key, SourceSpec::new(&source)));
-            }
-        }
-    }
-}
-
-/// The wiring's side of [`ServerEvents`]. Weak: the context must not keep the routes (and
-/// through them itself) alive.
-struct RouteServerEvents(Weak<OperatorRoutes>);
-
-impl ServerEvents for RouteServerEvents {
-    fn credentials_changed(&self, server: &ObjectKey) {
-        if let Some(routes) = self.0.upgrade() {
-            routes.credentials_changed(server);
-        }
-    }
-
-    fn data_lost(&self, server: &ObjectKey) {
-        if let Some(routes) = self.0.upgrade() {
-            routes.data_lost(server);
-        }
-    }
-}
-
-/// At most one data-lost fan-out per server in this long (see `OperatorRoutes::data_lost`).
-const DATA_LOST_QUIET: Duration = Duration::from_secs(10);
-
-/// Stops the children of `supervisor` in `namespace` (`None`: any) whose object is not in
-/// `store` (after a relist of that namespace).
-fn remove_gone<F, K>(
-    supervisor: ActorRef<SupervisorMsg<F>>,
-    store: NamespacedStores<K>,
-    namespace: Option<String>,
-) where
-    F: ChildFactory,
-    K: kube::Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
-{
-    tokio::spawn(async move {
-        let Ok(snap) = snapshot(&supervisor, Duration::from_secs(10)).await else {
-            return;
-        };
-        for key in snap.children.keys() {
-            if namespace.as_ref().is_none_or(|ns| *ns == key.namespace)
-                && store
-                    .get(&ObjectRef::new(&key.name).within(&key.namespace))
-                    .is_none()
-            {
-                let _ = supervisor.cast(SupervisorMsg::Remove(key.clone()));
-            }
-        }
-    });
 }
 
 /// Every metric family of the operator, registered before the HTTP server shares the
@@ -507,7 +286,7 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    pub fn register(registry: &mut Registry) -> Self {
+    pub fn register(registry: &mut MetricsRegistry) -> Self {
         Self {
             operator: OperatorMetrics::register(registry),
             api: ApiMetrics::register(registry),
@@ -516,7 +295,7 @@ impl Metrics {
     }
 }
 
-/// Starts the operator: informers, supervisors, actors.
+/// Starts the operator: informers, writer, tree.
 pub async fn start(
     clients: KubeClients,
     metrics: Metrics,
@@ -546,18 +325,13 @@ pub async fn start_with(
     let events = EventPublisher::new(client.clone(), "terdut-operator", &opts.instance)
         .with_failure_counter(metrics.event_failures());
 
-    let routes = Arc::new(OperatorRoutes {
-        servers: OnceLock::new(),
-        sources: OnceLock::new(),
-        teams: OnceLock::new(),
-        team_seen: DashMap::new(),
-        server_seen: DashMap::new(),
-        source_seen: DashMap::new(),
-        secret_seen: DashMap::new(),
-        data_lost_at: DashMap::new(),
-        ctx: OnceLock::new(),
+    let (writer, inbox) = Writer::channel();
+    let own_writes = Arc::new(OwnWrites::default());
+    let routes = Arc::new(Translate {
+        writer: writer.clone(),
+        own_writes: own_writes.clone(),
     });
-    let informers = informers::build(&watch, &opts.config.watch_namespaces, routes.clone());
+    let informers = informers::build(&watch, &opts.config.watch_namespaces, routes);
     let ctx = Ctx::new(Inner {
         kube: client,
         stores: informers.stores.clone(),
@@ -566,60 +340,69 @@ pub async fn start_with(
         api_metrics,
         clock: opts.clock.clone(),
         config: opts.config.clone(),
-        servers: Default::default(),
-        on_server: OnceLock::new(),
-        own_writes: Default::default(),
+        own_writes,
     });
-    // Weak: the context must not keep the routes (and through them itself) alive.
-    let weak: Weak<OperatorRoutes> = Arc::downgrade(&routes);
-    let _ = ctx.on_server.set(Box::new(RouteServerEvents(weak)));
 
-    let sup_config = |seed: u64| SupervisorConfig {
+    let config = SupervisorConfig {
         policy: opts.restart_policy.clone(),
         clock: opts.clock.clone(),
         metrics: sup_metrics.clone(),
-        jitter_seed: Some(seed),
+        jitter_seed: None,
         shutdown_timeout: Duration::from_secs(20),
     };
+    let setup = ChildSetup {
+        ctx: ctx.clone(),
+        team_passes: TeamFactory::pass_limit(&ctx),
+        source_passes: SourceFactory::pass_limit(&ctx),
+        config: config.clone(),
+    };
+    let registry = Registry::default();
     let (servers, server_handle) = Actor::spawn(
         None,
         KeyedSupervisor::new(
-            ServerFactory { ctx: ctx.clone() },
-            sup_config(rand::random()),
+            ServerFactory {
+                setup: setup.clone(),
+                writer: writer.clone(),
+                registry: registry.clone(),
+            },
+            config,
         ),
         (),
     )
     .await?;
-
-    let (sources, source_handle) = Actor::spawn(
+    let (holding, holding_handle) = Actor::spawn(
         None,
-        KeyedSupervisor::new(SourceFactory::new(ctx.clone()), sup_config(rand::random())),
+        HoldingActor {
+            setup,
+            writer: writer.clone(),
+        },
         (),
     )
     .await?;
+    let writer_task = writer::spawn(
+        inbox,
+        Outlets {
+            root: Box::new(Root(servers.clone())),
+            holding: holding.clone(),
+            registry: registry.clone(),
+            stores: informers.stores.clone(),
+            children: children == ChildRuntime::Actors,
+        },
+    );
 
-    let (teams, team_handle) = Actor::spawn(
-        None,
-        KeyedSupervisor::new(TeamFactory::new(ctx.clone()), sup_config(rand::random())),
-        (),
-    )
-    .await?;
-
-    let _ = routes.servers.set(servers.clone());
-    if children == ChildRuntime::Actors {
-        let _ = routes.teams.set(teams.clone());
-        let _ = routes.sources.set(sources.clone());
-    }
-    let _ = routes.ctx.set(ctx.clone());
-    let tasks = informers.tasks.into_iter().map(tokio::spawn).collect();
+    let mut tasks: Vec<JoinHandle<()>> = informers.tasks.into_iter().map(tokio::spawn).collect();
+    tasks.push(writer_task);
     info!("operator started");
     Ok(RunningOperator {
         ctx,
-        servers,
-        sources,
-        teams,
+        tree: Tree {
+            servers,
+            holding,
+            registry,
+            writer,
+        },
         tasks,
-        supervisor_handles: vec![server_handle, source_handle, team_handle],
+        supervisor_handles: vec![server_handle, holding_handle],
         synced: informers.synced,
         expected: informers.expected,
     })

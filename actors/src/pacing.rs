@@ -1,4 +1,4 @@
-//! When an actor runs its next pass: the periodic resync (DESIGN §5, 5 minutes) with ±10%
+//! When an actor runs its next pass: the periodic resync (docs/design.md §5, 5 minutes) with ±10%
 //! jitter so thousands of objects do not resync in lockstep, and the retry delay after failed
 //! passes, exponential through `backon` (ADR 0001) and jittered too: the objects of one server
 //! fail together when it goes away, and without jitter they would all come back at the same

@@ -1,6 +1,6 @@
 //! One informer cache per watched namespace, read as one.
 //!
-//! With `--watch-namespaces` the operator may hold only namespaced Roles (DESIGN §9, the
+//! With `--watch-namespaces` the operator may hold only namespaced Roles (docs/design.md §9, the
 //! per-namespace split deferred in §13), so every namespaced kind is watched once per namespace.
 //! Those watches cannot share one reflector [`Store`]: its `Writer` buffers `InitApply` events
 //! from `Init` to `InitDone` and then swaps the buffer in as the whole store

@@ -414,7 +414,7 @@ async fn a_server_that_lost_its_data_gets_everything_back_at_once() {
 
     // The database is reset behind the operator's back; one team's resync comes round.
     standin.admin().reset().await.unwrap();
-    teams::resync(op, &ns, "a");
+    teams::resync(op, &ns, "a").await;
 
     // Everything comes back within 30 s, not at each object's 5-minute resync.
     for (n, old_key) in names.iter().zip(&before) {

@@ -117,7 +117,8 @@ async fn a_wrong_or_missing_key_is_unauthorized_on_every_api_call() {
             let e = e.unwrap_or_else(|| panic!("call {i} succeeded without a valid key"));
             assert_eq!(e, ApiError::Unauthorized, "call {i}");
             assert_eq!(e.category(), "unauthorized");
-            // A replaced key Secret rolls the pods; until then a retry can help (DESIGN §6).
+            // A replaced key Secret rolls the pods; until then a retry can help (docs/design.md
+            // §6).
             assert!(e.is_retryable());
         }
     }
@@ -537,7 +538,7 @@ async fn integration_url_and_key_are_shown_once() {
         assert!(!admin.key_check(key).await.expect("key check").live);
     }
 
-    // A recreate is a new integration with a new key (DESIGN §5: a kind change rotates it).
+    // A recreate is a new integration with a new key (docs/design.md §5: a kind change rotates it).
     let IntegrationCreate::Created(again) = t
         .client
         .create_integration(team.id, &new)

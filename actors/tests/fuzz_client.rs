@@ -1,4 +1,4 @@
-//! Bad input to the terdut-server API client (issue 9 part 4): random status codes, random and
+//! Bad input to the terdut-server API client: random status codes, random and
 //! truncated bodies, valid JSON of the wrong shape, contract-shaped errors carrying
 //! secret-looking text, bodies cut short of their `Content-Length`, huge bodies, silence and
 //! resets. Each case is served by a raw HTTP/1.1 server on 127.0.0.1 and read through the real
@@ -7,8 +7,8 @@
 //! Properties, for every endpoint:
 //! - no panic; an answer is `Ok` or a typed [`ApiError`];
 //! - the classification follows terdut-api.md: 5xx and 429 are `Transient` and retryable; 401
-//!   is `Unauthorized` (retryable: a rolling key, DESIGN §6); 409 `team_has_open_incidents` is
-//!   retryable; every other 4xx, every 3xx and every unexpected 2xx is not; a listed success
+//!   is `Unauthorized` (retryable: a rolling key, docs/design.md §6); 409 `team_has_open_incidents`
+//!   is retryable; every other 4xx, every 3xx and every unexpected 2xx is not; a listed success
 //!   with a body of the wrong shape is `Decode` (not retryable); a body cut short is a
 //!   retryable transport failure; 404 is success for deletions and "no ladder" for the ladder;
 //! - neither an error's `Display` nor its `Debug` (nor the `Debug` of a success) contains a

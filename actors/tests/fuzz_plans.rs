@@ -1,10 +1,11 @@
-//! Property tests of the three plan functions (issue 9 part 4), through their public API only:
+//! Property tests of the three plan functions, through their public API only:
 //!
 //! - TerdutTeam (`team::plan`): `desired` rejects exactly the specs an independent check finds
 //!   invalid, with an `InvalidSpec` naming the field; `plan(d, None)` is the create-or-find
 //!   alone; `plan(d, observed == d)` is empty whatever the server's switch ids and order; for
 //!   any observed server state, executing the plan on a model of the server yields a state
-//!   whose plan is empty, with the calls in DESIGN §4.2's order and each switch touched once.
+//!   whose plan is empty, with the calls in docs/design.md §4.2's order and each switch touched
+//!   once.
 //! - TerdutAlertSource (`source::plan`): a foreign Secret always blocks; a key held by its
 //!   Secret is never replaced unless the kind changed or a rotation is pending; a crash-window
 //!   recreate only for an integration found by `external_id` whose key no Secret ever held;
@@ -306,7 +307,7 @@ fn execute(o: &mut Observed, calls: &[Call], next_id: &mut Id) {
     }
 }
 
-/// DESIGN §4.2's order: rename, groups, ladder, then switches.
+/// docs/design.md §4.2's order: rename, groups, ladder, then switches.
 fn rank(c: &Call) -> u8 {
     match c {
         Call::CreateTeam { .. } => 0,

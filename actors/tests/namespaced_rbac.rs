@@ -1,4 +1,4 @@
-//! The operator under the chart's namespaced RBAC (`rbac.namespaced`, DESIGN §9, §13): its
+//! The operator under the chart's namespaced RBAC (`rbac.namespaced`, docs/design.md §9, §13): its
 //! identity is a token for the chart's ServiceAccount, holding only the chart's Roles in the
 //! watched namespaces and read access to Namespaces, and it watches exactly the namespaces the
 //! chart passes in `--watch-namespaces`. A server and team in a watched namespace converge (so

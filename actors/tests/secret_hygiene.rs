@@ -1,5 +1,5 @@
-//! Secret hygiene over a whole lifecycle (issue 9 part 3; docs/reliability.md promise 4;
-//! DESIGN §4.5, §6; terdut-api.md "never appear in a CR's spec or status, a log line or an
+//! Secret hygiene over a whole lifecycle (docs/reliability.md promise 4;
+//! docs/design.md §4.5, §6; terdut-api.md "never appear in a CR's spec or status, a log line or an
 //! Event").
 //!
 //! One TerdutServer (with a PDB) gets its operator key Secret; a TerdutTeam with a ladder and
@@ -393,7 +393,7 @@ async fn no_operator_key_integration_key_or_url_anywhere_over_a_lifecycle() {
     // The server restarts with the new key (its state kept): everything heals.
     standin.shutdown().await;
     standin = start_standin(&key2, &data_file).await;
-    teams::resync(op, &ns, "platform");
+    teams::resync(op, &ns, "platform").await;
     wait_team_ready(&team_api).await;
     source_fixture::nudge(&client, &ns, "am").await;
     let id4 = wait_ready_id(&client, &ns, "am", None).await;

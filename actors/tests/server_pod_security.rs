@@ -1,5 +1,5 @@
 //! The terdut-server pods the operator makes meet the `restricted` Pod Security level, on the
-//! real apiserver (issue 9 part 5; complements the unit test
+//! real apiserver (docs/security.md; complements the unit test
 //! `server::deployment::default_pod_passes_restricted_pod_security` and the chart's own check in
 //! e2e/harness/tests/chart.rs).
 //!

@@ -10,7 +10,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 use terdut_actors::key::ObjectKey;
-use terdut_actors::tree::server::ServerMsg;
+use terdut_actors::tree::ServerMsg;
 use terdut_crds::v1alpha1::TerdutServer;
 
 #[tokio::test]
@@ -53,8 +53,8 @@ async fn a_resync_after_convergence_writes_nothing() {
 
     let before = writes();
     let actor = op
-        .ctx
-        .servers
+        .tree
+        .registry
         .get(&ObjectKey::new(ns.clone(), "terdut"))
         .map(|r| r.clone())
         .unwrap();

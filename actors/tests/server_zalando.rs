@@ -1,4 +1,4 @@
-//! The Zalando `postgresClusterRef` path (DESIGN §8) on a real apiserver: a clear condition
+//! The Zalando `postgresClusterRef` path (docs/design.md §8) on a real apiserver: a clear condition
 //! while the postgres-operator's CRD is absent, another while the named cluster is missing,
 //! then the DSN and PGPASSWORD wiring once it exists. Alone in its binary because it installs
 //! the `postgresql` CRD into the shared control plane.

@@ -1,5 +1,5 @@
-//! The TerdutAlertSource actor against a real kube-apiserver and the stand-in terdut-server
-//! (issue 6): creation, rename, kind-change rotation, deletion on the server, a lost Secret
+//! The TerdutAlertSource actor against a real kube-apiserver and the stand-in terdut-server:
+//! creation, rename, kind-change rotation, deletion on the server, a lost Secret
 //! failing closed, the rotate annotation, the crash window, a team that is not Ready yet, a
 //! foreign Secret, and deletion. Secrecy has a binary of its own (source_secrecy.rs).
 //!
@@ -21,9 +21,9 @@ use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 use source_fixture::*;
 use terdut_actors::key::ObjectKey;
+use terdut_actors::routing::ChildKind;
 use terdut_actors::server::TEST_FAULT_ANNOTATION;
 use terdut_actors::source::hooks::CRASH_AFTER_CREATE;
-use terdut_actors::supervisor::snapshot;
 use terdut_crds::v1alpha1::TerdutAlertSource;
 use terdut_standin::FaultRule;
 
@@ -212,8 +212,9 @@ async fn a_lost_secret_fails_closed_until_a_rotation_is_asked_for() {
     assert_eq!(key_live(&standin, &new.key).await, (true, Some(new_id)));
 }
 
-/// The source's own Secret write is no nudge (issue 8), but anyone else's edit still is: an
-/// emptied key fails closed without waiting for the resync (300 s in these tests).
+/// The source's own Secret write is no nudge (docs/architecture.md "Own writes"), but anyone else's
+/// edit still is: an emptied key fails closed without waiting for the resync (300 s in these
+/// tests).
 #[tokio::test]
 async fn someone_elses_edit_of_the_secret_still_nudges_the_source() {
     let (_, client, ns, _) = setup("src-edit").await;
@@ -257,8 +258,11 @@ async fn the_crash_window_leaves_no_orphan_and_no_duplicate() {
     let id = wait_ready_id(&client, &ns, "am", None).await;
     let hook = wait_webhook(&client, &ns, "am", id).await;
     // The actor did crash after the POST and was restarted.
-    let snap = snapshot(&op.sources, Duration::from_secs(5)).await.unwrap();
-    let child = &snap.children[&ObjectKey::new(ns.clone(), "am")];
+    let child = &op
+        .tree
+        .child(ChildKind::Source, &ObjectKey::new(ns.clone(), "am"))
+        .await
+        .expect("the source's actor");
     assert!(child.restarts >= 1, "{child:?}");
     // Exactly one integration for the external_id, and the Secret's key is its live key.
     let on_server = integrations_for(&standin, &format!("{ns}/am")).await;

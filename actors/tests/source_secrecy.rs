@@ -1,4 +1,4 @@
-//! Secrecy of the webhook URL and key (issue 6 part 5; DESIGN §4.5; terdut-api.md "both are
+//! Secrecy of the webhook URL and key (docs/design.md §4.5; terdut-api.md "both are
 //! secrets and never appear in a CR's spec or status, a log line or an Event").
 //!
 //! A full create / rename / kind-change rotation / requested rotation / delete cycle runs while

@@ -19,13 +19,35 @@ use tokio::time::{Instant, timeout};
 /// What the test child and the crash-loop hook report.
 #[derive(Clone, Debug)]
 enum Ev {
-    Started { key: String, inc: u64, at: Instant },
-    PreStartFailed { key: String },
-    Boom { key: String, at: Instant },
-    Nudged { key: String, version: u32 },
-    Pinged { key: String, inc: u64 },
-    Stopped { key: String },
-    CrashLoop { key: String, error: String },
+    Started {
+        key: String,
+        inc: u64,
+        at: Instant,
+        /// What a passivated incarnation left for this one.
+        keepsake: Option<u32>,
+    },
+    PreStartFailed {
+        key: String,
+    },
+    Boom {
+        key: String,
+        at: Instant,
+    },
+    Nudged {
+        key: String,
+        version: u32,
+    },
+    Pinged {
+        key: String,
+        inc: u64,
+    },
+    Stopped {
+        key: String,
+    },
+    CrashLoop {
+        key: String,
+        error: String,
+    },
 }
 
 /// How an injected `pre_start` failure fails.
@@ -59,6 +81,11 @@ enum TestMsg {
     StopSelf,
     /// Keep the child busy until notified, so its mailbox fills up.
     Hold(Arc<Notify>),
+    /// Report idle with nothing due for `in_`, leaving `memo` for the next incarnation.
+    Idle {
+        in_: Duration,
+        memo: u32,
+    },
 }
 
 struct TestChild {
@@ -98,6 +125,7 @@ impl Actor for TestChild {
             key,
             inc: ctx.incarnation(),
             at: Instant::now(),
+            keepsake: ctx.take_keepsake::<u32>(),
         });
         Ok(ctx)
     }
@@ -129,6 +157,7 @@ impl Actor for TestChild {
             }),
             TestMsg::StopSelf => myself.stop(Some("done".into())),
             TestMsg::Hold(release) => release.notified().await,
+            TestMsg::Idle { in_, memo } => ctx.report_idle(Instant::now() + in_, Box::new(memo)),
         }
         Ok(())
     }
@@ -256,6 +285,12 @@ impl Harness {
     }
 
     async fn started(&mut self, k: &str) -> (u64, Instant) {
+        let (inc, at, _) = self.started_with(k).await;
+        (inc, at)
+    }
+
+    /// The next start of `k`, with what it was left by a passivated incarnation.
+    async fn started_with(&mut self, k: &str) -> (u64, Instant, Option<u32>) {
         match self
             .wait_for(
                 "start",
@@ -263,9 +298,19 @@ impl Harness {
             )
             .await
         {
-            Ev::Started { inc, at, .. } => (inc, at),
+            Ev::Started {
+                inc, at, keepsake, ..
+            } => (inc, at, keepsake),
             _ => unreachable!("filtered"),
         }
+    }
+
+    /// Make `k` report idle for `in_` and wait until it is stopped; returns when.
+    async fn passivate(&mut self, k: &str, in_: Duration, memo: u32) -> Instant {
+        self.forward(k, TestMsg::Idle { in_, memo });
+        self.wait_for("stop", |e| matches!(e, Ev::Stopped { key } if key == k))
+            .await;
+        Instant::now()
     }
 
     /// Make `k` panic and return the instant it did.
@@ -634,5 +679,163 @@ async fn stopping_the_supervisor_stops_its_children_and_clears_the_gauges() {
         .filter(|e| matches!(e, Ev::Stopped { .. }))
         .count();
     assert_eq!(stopped, 2);
+    assert_eq!(h.metrics.active.get(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_child_is_stopped_kept_as_an_entry_and_started_at_its_deadline() {
+    let mut h = start(exact_policy()).await;
+    h.ensure(A, 1);
+    h.ensure(B, 1);
+    let (a0, _) = h.started(A).await;
+    h.started(B).await;
+
+    let idle_at = h.passivate(A, Duration::from_secs(300), 7).await;
+    assert!(
+        matches!(h.status(A).await, ChildStatus::Passive { due_in: Some(d) } if d <= Duration::from_secs(300)),
+        "{:?}",
+        h.status(A).await
+    );
+    assert_eq!(h.metrics.active.get(), 1, "only b has an actor");
+    assert_eq!(h.metrics.passive.get(), 1);
+
+    // Nothing happens to a until its next pass is due; then it runs, with its memory.
+    let (a1, at, keepsake) = h.started_with(A).await;
+    assert!(
+        at - idle_at >= Duration::from_secs(299),
+        "{:?}",
+        at - idle_at
+    );
+    assert_ne!(a0, a1, "a new incarnation");
+    assert_eq!(
+        keepsake,
+        Some(7),
+        "the passivated incarnation's memory carries over"
+    );
+    assert_eq!(h.metrics.passive.get(), 0);
+    assert_eq!(h.metrics.active.get(), 2);
+    assert_eq!(
+        h.snapshot().await.children[&key(A)].restarts,
+        0,
+        "not a restart"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_event_starts_a_passive_child_at_once_with_the_newest_spec() {
+    let mut h = start(exact_policy()).await;
+    h.ensure(A, 1);
+    h.started(A).await;
+    let idle_at = h.passivate(A, Duration::from_secs(3600), 3).await;
+
+    h.ensure(A, 2);
+    let (_, at, keepsake) = h.started_with(A).await;
+    assert_eq!(at, idle_at, "started on the event, not at the deadline");
+    assert_eq!(keepsake, Some(3));
+    // The start is the pass the event asked for: the spec it reads is the new one.
+    h.forward(A, TestMsg::Nudge);
+    h.wait_for(
+        "nudge",
+        |e| matches!(e, Ev::Nudged { key, version } if key == A && *version == 2),
+    )
+    .await;
+
+    // A message for a passive child starts it too.
+    h.passivate(A, Duration::from_secs(3600), 4).await;
+    h.forward(A, TestMsg::Ping);
+    let (_, _, keepsake) = h.started_with(A).await;
+    assert_eq!(keepsake, Some(4));
+    // The old deadline is stale: it starts nothing when it comes.
+    let later = h.drain_for(Duration::from_secs(7200)).await;
+    assert!(
+        !later.iter().any(|e| matches!(e, Ev::Started { .. })),
+        "{later:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_busy_or_stale_incarnation_is_not_passivated() {
+    let mut h = start(exact_policy()).await;
+    h.ensure(A, 1);
+    let (a0, _) = h.started(A).await;
+    let idle = |incarnation| SupervisorMsg::Idle {
+        key: key(A),
+        incarnation,
+        due: Instant::now() + Duration::from_secs(600),
+        keepsake: Box::new(0u32),
+    };
+
+    // An idle report from an incarnation that is no longer the running one.
+    h.send(idle(a0 + 100));
+    assert!(matches!(h.status(A).await, ChildStatus::Running));
+
+    // A nudge is queued (the child is busy): an event is waiting, the child is not idle.
+    let release = Arc::new(Notify::new());
+    h.forward(A, TestMsg::Hold(Arc::clone(&release)));
+    h.ensure(A, 2);
+    h.send(idle(a0));
+    assert!(matches!(h.status(A).await, ChildStatus::Running));
+    release.notify_one();
+    h.wait_for(
+        "nudge",
+        |e| matches!(e, Ev::Nudged { key, version } if key == A && *version == 2),
+    )
+    .await;
+    assert_eq!(h.metrics.passive.get(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn crash_loop_accounting_survives_passivation_and_a_crash_forgets_the_keepsake() {
+    let mut h = start(exact_policy()).await;
+    h.ensure(A, 1);
+    h.started(A).await;
+    assert_eq!(ms(&crash_repeatedly(&mut h, A, 3).await), [500, 1000, 2000]);
+
+    h.passivate(A, Duration::from_secs(3600), 9).await;
+    h.forward(A, TestMsg::Ping);
+    let (_, _, keepsake) = h.started_with(A).await;
+    assert_eq!(keepsake, Some(9));
+
+    // The next crash continues the backoff where it was, and the restarted incarnation
+    // starts from nothing.
+    let failed_at = h.boom(A).await;
+    let (_, restarted_at, keepsake) = h.started_with(A).await;
+    assert_eq!((restarted_at - failed_at).as_millis(), 4000);
+    assert_eq!(keepsake, None);
+    assert_eq!(h.snapshot().await.children[&key(A)].restarts, 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_timer_serves_every_passive_child_in_deadline_order() {
+    let mut h = start(exact_policy()).await;
+    let keys = ["ns/c", "ns/d", "ns/e"];
+    for k in keys {
+        h.ensure(k, 1);
+        h.started(k).await;
+    }
+    // Passivated in one order, due in another.
+    for (k, secs) in [("ns/c", 300), ("ns/d", 100), ("ns/e", 200)] {
+        h.passivate(k, Duration::from_secs(secs), 0).await;
+    }
+    assert_eq!(h.metrics.active.get(), 0);
+    assert_eq!(h.metrics.passive.get(), 3);
+    let mut order = vec![];
+    for _ in 0..3 {
+        if let Ev::Started { key, .. } = h
+            .wait_for("start", |e| matches!(e, Ev::Started { .. }))
+            .await
+        {
+            order.push(key);
+        }
+    }
+    assert_eq!(order, ["ns/d", "ns/e", "ns/c"]);
+
+    // Stopping the supervisor with passive children leaves no gauge behind.
+    h.passivate("ns/c", Duration::from_secs(900), 0).await;
+    h.sup
+        .stop_and_wait(None, Some(Duration::from_secs(30)))
+        .await
+        .expect("supervisor stops");
+    assert_eq!(h.metrics.passive.get(), 0);
     assert_eq!(h.metrics.active.get(), 0);
 }

@@ -16,8 +16,8 @@ use serde_json::json;
 use teams::*;
 use terdut_actors::api::{Ladder, Level, OidcGroups, SwitchSpec, Target};
 use terdut_actors::key::ObjectKey;
-use terdut_actors::supervisor::SupervisorMsg;
-use terdut_actors::team::finalize::FINALIZER;
+use terdut_actors::routing::ChildKind;
+use terdut_actors::team::FINALIZER;
 use terdut_actors::team::status::{PAUSE_ANNOTATION, PAUSED};
 use terdut_crds::v1alpha1::TerdutTeam;
 use terdut_crds::v1alpha1::conditions;
@@ -187,7 +187,7 @@ async fn drift_made_on_the_server_is_put_back() {
         .unwrap();
 
     let before = drift_corrections(op);
-    resync(op, &ns, "platform");
+    resync(op, &ns, "platform").await;
     let healed = eventually("the server to match the spec again", WAIT, || async {
         let now = on_server(&standin, &external_id).await?;
         (now.name == want.name
@@ -259,12 +259,9 @@ async fn a_lost_status_heals_without_a_duplicate_team() {
     // As after an operator restart: a fresh actor knows only the object, and finds the team by
     // its external_id with the idempotent POST.
     let before = posts().await;
-    op.teams
-        .cast(SupervisorMsg::Remove(ObjectKey::new(
-            ns.clone(),
-            "platform",
-        )))
-        .unwrap();
+    op.tree
+        .forget(ChildKind::Team, &ObjectKey::new(ns.clone(), "platform"))
+        .await;
     lose_it().await;
     assert_eq!(
         healed().await,
@@ -288,7 +285,7 @@ async fn a_team_deleted_behind_the_operators_back_is_recreated() {
     let id = team_id(&wait_reason(&api, "platform", "Ready").await);
 
     server_client(&standin).delete_team(id).await.unwrap();
-    resync(op, &ns, "platform");
+    resync(op, &ns, "platform").await;
     let new_id = eventually("a new teamID", WAIT, || async {
         let t = api.get("platform").await.unwrap();
         let new = t.status.as_ref().and_then(|s| s.team_id)?;
@@ -362,7 +359,7 @@ async fn a_paused_team_is_left_alone_until_resumed() {
         .await
         .unwrap();
     let calls_before = standin.admin().calls().await.unwrap().total();
-    resync(op, &ns, "platform");
+    resync(op, &ns, "platform").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let t = api.get("platform").await.unwrap();
     assert_eq!(

@@ -1,5 +1,5 @@
-//! Cross-namespace consent (DESIGN §4.6) against a real kube-apiserver and the stand-in: each
-//! `allowedTeams.namespaces.from` mode, live revocation (narrowing the server's consent,
+//! Cross-namespace consent (docs/design.md §4.6) against a real kube-apiserver and the stand-in:
+//! each `allowedTeams.namespaces.from` mode, live revocation (narrowing the server's consent,
 //! unlabeling a namespace) that stops changes without deleting the team server-side, its
 //! restoration, and the accepted/refused counts on the TerdutServer's status.
 
@@ -153,7 +153,7 @@ async fn all_admits_every_namespace_and_narrowing_it_revokes_live() {
     assert_eq!(team_id(&t), id, "the team's id is kept");
     rename_while_refused(&client, &ns, &remote).await;
     let calls_before = standin.admin().calls().await.unwrap().total();
-    resync(op, &other, "visitor");
+    resync(op, &other, "visitor").await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let s = on_server(&standin, &external_id).await.unwrap();
     assert_eq!((s.id, s.name.as_str()), (id, "Visitor"));

@@ -1,4 +1,4 @@
-//! Deleting a TerdutTeam against a real kube-apiserver and the stand-in (DESIGN §5
+//! Deleting a TerdutTeam against a real kube-apiserver and the stand-in (docs/design.md §5
 //! "Finalizers", §4.6 last bullet): open incidents hold the finalizer until resolved, revoked
 //! consent does not prevent the delete, a team that never got created is released, a deleted
 //! TerdutServer releases its teams, and a paused team is deleted all the same.

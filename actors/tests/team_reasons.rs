@@ -1,6 +1,7 @@
-//! Every not-Ready reason of a TerdutTeam (DESIGN §4.2) reached against a real kube-apiserver
-//! and the stand-in, and each one healing: ServerRefNotFound, WaitingForServer, TeamNameTaken
-//! (on create and on rename), UnknownUser, InvalidSpec. RefNotPermitted: team_consent.rs.
+//! Every not-Ready reason of a TerdutTeam (docs/design.md §4.2) reached against a real
+//! kube-apiserver and the stand-in, and each one healing: ServerRefNotFound, WaitingForServer,
+//! TeamNameTaken (on create and on rename), UnknownUser, InvalidSpec. RefNotPermitted:
+//! team_consent.rs.
 
 mod common;
 mod teams;
@@ -11,7 +12,7 @@ use common::{server_with_standin, setup, standin_for, test_server};
 use kube::api::{Api, PostParams};
 use serde_json::json;
 use teams::*;
-use terdut_actors::team::finalize::FINALIZER;
+use terdut_actors::team::FINALIZER;
 use terdut_crds::v1alpha1::{TerdutServer, TerdutTeam};
 
 fn server() -> serde_json::Value {

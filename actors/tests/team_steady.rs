@@ -61,7 +61,7 @@ async fn a_resync_after_convergence_only_reads() {
     let (kube_before, _, events_before) = writes().await;
     const PASSES: u64 = 5;
     for _ in 0..PASSES {
-        resync(op, &ns, "platform");
+        resync(op, &ns, "platform").await;
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let calls = admin.calls().await.unwrap();

@@ -497,6 +497,6 @@ async fn a_server_answering_a_hundred_mib_leaves_the_team_waiting_with_the_reaso
     assert!(message.contains("exceeded 1048576 bytes"), "{message}");
     // Once the server answers sanely the team converges.
     standin.admin().clear_faults().await.unwrap();
-    teams::resync(op, &ns, "big");
+    teams::resync(op, &ns, "big").await;
     wait_reason(&api, "big", "Ready").await;
 }

@@ -2,7 +2,7 @@
 //! written, and their conversion to the whole seconds of the terdut-server wire format
 //! (terdut-api.md "Durations on the wire are whole seconds"). This is the one place that parses
 //! them: the CRD schema (CEL) admits the same language, and the operator re-checks it here
-//! (DESIGN §4.2 "Durations are validated by a CRD pattern and re-checked").
+//! (docs/design.md §4.2 "Durations are validated by a CRD pattern and re-checked").
 
 use std::borrow::Cow;
 use std::fmt;

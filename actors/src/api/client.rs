@@ -1,6 +1,6 @@
-//! [`TerdutClient`]: one per TerdutServer, holding its base URL and operator key (DESIGN §6),
-//! with a method for every row of docs/terdut-api.md. Each method returns the row's typed result
-//! or an [`ApiError`] classifying the answer; every call is counted and timed in
+//! [`TerdutClient`]: one per TerdutServer, holding its base URL and operator key (docs/design.md
+//! §6), with a method for every row of docs/terdut-api.md. Each method returns the row's typed
+//! result or an [`ApiError`] classifying the answer; every call is counted and timed in
 //! [`ApiMetrics`].
 
 use std::fmt;
@@ -194,7 +194,8 @@ impl TerdutClient {
     // ---- teams ---------------------------------------------------------------------------
 
     /// `POST /api/v1/teams`: creates the team, or finds the one with this `external_id`
-    /// (returned as is, name untouched). The idempotent step every reconcile repeats (DESIGN §5).
+    /// (returned as is, name untouched). The idempotent step every reconcile repeats
+    /// (docs/design.md §5).
     pub async fn create_team(&self, name: &str, external_id: &str) -> Result<TeamCreate, ApiError> {
         let body = NewTeam {
             name: name.to_owned(),
@@ -309,7 +310,7 @@ impl TerdutClient {
         .await
     }
 
-    /// `PUT /api/v1/teams/{id}/deadman-switches/{sid}`: updates in place (DESIGN §5).
+    /// `PUT /api/v1/teams/{id}/deadman-switches/{sid}`: updates in place (docs/design.md §5).
     pub async fn update_switch(
         &self,
         team: Id,
@@ -339,8 +340,8 @@ impl TerdutClient {
     // ---- integrations --------------------------------------------------------------------
 
     /// `POST /api/v1/teams/{id}/integrations`. [`IntegrationCreate::Created`] carries the
-    /// webhook URL and key, shown this once (DESIGN §4.5); [`IntegrationCreate::Existing`] is
-    /// the integration this `external_id` already names, without them.
+    /// webhook URL and key, shown this once (docs/design.md §4.5); [`IntegrationCreate::Existing`]
+    /// is the integration this `external_id` already names, without them.
     pub async fn create_integration(
         &self,
         team: Id,
@@ -560,7 +561,7 @@ fn expect_empty(ok: &'static [u16]) -> impl FnOnce(Raw) -> Result<(), ApiError> 
     }
 }
 
-/// 204 deleted; 404 already gone, which a finalizer counts as done (DESIGN §5).
+/// 204 deleted; 404 already gone, which a finalizer counts as done (docs/design.md §5).
 fn expect_deletion(raw: Raw) -> Result<Deletion, ApiError> {
     match raw.status {
         204 | 200 => Ok(Deletion::Deleted),

@@ -17,13 +17,13 @@ pub enum ApiError {
     #[error("not found on the server")]
     NotFound,
     /// 409 `team_name_taken`: the name belongs to a team with another `external_id`
-    /// (DESIGN §2: never an adoption).
+    /// (docs/design.md §2: never an adoption).
     #[error("the team name belongs to another team on the server")]
     TeamNameTaken,
     /// 409 `team_has_open_incidents`: the server refuses to delete the team for now.
     #[error("the team has open incidents; the server refuses to delete it until they are resolved")]
     OpenIncidents,
-    /// 422 `unknown_user`: the ladder names a user the server does not know (DESIGN §2).
+    /// 422 `unknown_user`: the ladder names a user the server does not know (docs/design.md §2).
     #[error("the server knows no user {username:?}")]
     UnknownUser { username: String },
     /// 409 `switch_name_taken`: another switch of the team has this name.
@@ -87,10 +87,10 @@ impl ApiError {
     /// - `Transient`: soon (back off and retry).
     /// - `OpenIncidents`: once the incidents are resolved (terdut-api.md "retry later").
     /// - `Unauthorized`: while a replaced operator-key Secret rolls the pods, the old ones still
-    ///   answer 401 (DESIGN §6), so a retry with backoff heals it.
+    ///   answer 401 (docs/design.md §6), so a retry with backoff heals it.
     ///
     /// Everything else needs a change first (a spec, another team's name, a user signing up) and
-    /// is left to the periodic resync (DESIGN §5).
+    /// is left to the periodic resync (docs/design.md §5).
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,

@@ -1,4 +1,5 @@
-//! The terdut-server API client: the operator's only view of a terdut-server (DESIGN §5, §6).
+//! The terdut-server API client: the operator's only view of a terdut-server (docs/design.md §5,
+//! §6).
 //!
 //! The contract it implements is docs/terdut-api.md; the stand-in server (`terdut-standin`)
 //! implements the same file, and `actors/tests/contract.rs` runs one suite against either.

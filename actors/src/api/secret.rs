@@ -1,6 +1,6 @@
 //! A string that must never be printed: the operator key, an integration's webhook key and its
 //! webhook URL (terdut-api.md "both are secrets and never appear in a CR's spec or status, a log
-//! line or an Event"; DESIGN §4.5, §6).
+//! line or an Event"; docs/design.md §4.5, §6).
 //!
 //! The type has no `Serialize`, and its `Debug` and `Display` print `<redacted>`, so putting one
 //! in a `tracing` field, an error or a status struct shows nothing. The value comes out only
@@ -66,7 +66,7 @@ impl<'de> Deserialize<'de> for SecretString {
     }
 }
 
-/// The bearer key of the `terdut-operator` service account of one TerdutServer (DESIGN §6).
+/// The bearer key of the `terdut-operator` service account of one TerdutServer (docs/design.md §6).
 pub type OperatorKey = SecretString;
 /// The key of an integration's webhook (`tdik_` + 48 hex), shown by the server once.
 pub type IntegrationKey = SecretString;

@@ -48,7 +48,7 @@ pub struct NameBody {
     pub name: String,
 }
 
-/// A team's escalation ladder, replaced whole by one PUT (DESIGN §5).
+/// A team's escalation ladder, replaced whole by one PUT (docs/design.md §5).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ladder {
     pub repeat_count: u32,
@@ -65,7 +65,7 @@ pub struct Level {
 }
 
 /// Who a level pages: `{"kind": "oncall"}` or `{"kind": "user", "username": "alice"}`. The
-/// server resolves usernames (DESIGN §2), so the operator never looks users up.
+/// server resolves usernames (docs/design.md §2), so the operator never looks users up.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Target {
@@ -95,8 +95,8 @@ pub struct SwitchSpec {
 }
 
 impl Switch {
-    /// The switch without its id, to compare with a desired [`SwitchSpec`] (DESIGN §5 "Diff by
-    /// name against the list").
+    /// The switch without its id, to compare with a desired [`SwitchSpec`] (docs/design.md §5 "Diff
+    /// by name against the list").
     pub fn spec(&self) -> SwitchSpec {
         SwitchSpec {
             name: self.name.clone(),
@@ -153,7 +153,7 @@ pub struct NewIntegration {
 }
 
 /// The 201 body of integration create: the only response that ever carries the webhook URL and
-/// key (DESIGN §4.5). Both are secrets; `Debug` shows neither.
+/// key (docs/design.md §4.5). Both are secrets; `Debug` shows neither.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 pub struct CreatedIntegration {
     #[serde(flatten)]
@@ -164,7 +164,7 @@ pub struct CreatedIntegration {
 
 /// What integration create did. `Existing` is the 200 answer for an `external_id` the team
 /// already has (terdut-api.md, assumption): the server returns it without url/key, so a caller
-/// that lost the key must not pretend it has one (DESIGN §5 "A webhook Secret that is lost
+/// that lost the key must not pretend it has one (docs/design.md §5 "A webhook Secret that is lost
 /// fails closed").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IntegrationCreate {
@@ -207,7 +207,8 @@ impl TeamCreate {
     }
 }
 
-/// What a DELETE did. A 404 is `AlreadyGone`, which a finalizer counts as success (DESIGN §5).
+/// What a DELETE did. A 404 is `AlreadyGone`, which a finalizer counts as success (docs/design.md
+/// §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Deletion {
     Deleted,

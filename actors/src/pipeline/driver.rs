@@ -18,6 +18,10 @@ use crate::write::{self, Managed};
 
 /// What the driver keeps for one object between passes.
 pub struct Memory<P: Pipeline> {
+    /// The object (by uid) this memory is about: a new object under an old name (deleted and
+    /// created again while the actor lived, or while a watch missed the delete) must not
+    /// inherit what the old one's passes learnt, e.g. the team id it owned (ADR 0007).
+    pub uid: Option<String>,
     pub streak: Streak,
     /// The status last written (see `write::status::stale_but_equal`).
     pub written: Option<<P::Object as Managed>::Status>,
@@ -28,9 +32,24 @@ pub struct Memory<P: Pipeline> {
 impl<P: Pipeline> Default for Memory<P> {
     fn default() -> Self {
         Self {
+            uid: None,
             streak: Streak::default(),
             written: None,
             kind: P::Memory::default(),
+        }
+    }
+}
+
+impl<P: Pipeline> Memory<P> {
+    /// What a passivated actor hands to its next incarnation: the streak and the kind's
+    /// memory. Not the status last written: passivation comes an idle period after the last
+    /// write, when the cache shows it.
+    pub fn keepsake(&self) -> Self {
+        Self {
+            uid: self.uid.clone(),
+            streak: self.streak.clone(),
+            written: None,
+            kind: self.kind.clone(),
         }
     }
 }
@@ -66,6 +85,12 @@ impl<P: Pipeline> Driver<P> {
     ) -> Duration {
         let ctx = &self.ctx;
         let kind = P::KIND.label();
+        if memory.uid != object.meta().uid {
+            *memory = Memory {
+                uid: object.meta().uid.clone(),
+                ..Memory::default()
+            };
+        }
         let started = ctx.clock.now();
         let pass = Pass { ctx, parent };
         let result = if object.meta().deletion_timestamp.is_some() {

@@ -85,7 +85,7 @@ pub trait Pipeline: Send + Sync + 'static {
     /// The custom resource.
     type Object: Managed + Send + Sync + 'static;
     /// What the kind keeps between passes of one object (beyond the driver's streaks).
-    type Memory: Default + Send + Sync + 'static;
+    type Memory: Default + Clone + Send + Sync + 'static;
     /// What observing found (IO done).
     type Observed: Send;
     /// What to do, decided without IO.

@@ -52,6 +52,18 @@ pub struct WriteLabels {
 
 type HistogramFamily = Family<KindLabel, Histogram, fn() -> Histogram>;
 
+/// `{question}` of `parent_call_duration_seconds`: `credentials` or `consent`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QuestionLabel {
+    pub question: String,
+}
+
+/// From 50 µs to ~1.6 s: a server actor answers from its state, so anything above a
+/// millisecond is a mailbox queue (docs/performance.md), and a 5 s timeout cuts the rest.
+fn question_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.00005, 2.0, 16))
+}
+
 /// Reconcile durations from 5 ms to ~41 s: a reconcile is a handful of API round trips, and
 /// anything beyond the top bucket is a stuck call that the timeouts should have cut.
 fn duration_histogram() -> Histogram {
@@ -72,6 +84,7 @@ pub struct OperatorMetrics {
     event_failures: Counter,
     passes_waiting: Family<KindLabel, Gauge>,
     passes_running: Family<KindLabel, Gauge>,
+    parent_calls: Family<QuestionLabel, Histogram, fn() -> Histogram>,
 }
 
 impl Default for OperatorMetrics {
@@ -87,6 +100,7 @@ impl Default for OperatorMetrics {
             event_failures: Counter::default(),
             passes_waiting: Family::default(),
             passes_running: Family::default(),
+            parent_calls: Family::new_with_constructor(question_histogram),
         }
     }
 }
@@ -140,7 +154,21 @@ impl OperatorMetrics {
             "Passes holding a slot of --max-concurrent-reconciles",
             m.passes_running.clone(),
         );
+        registry.register(
+            "parent_call_duration_seconds",
+            "How long a team or alert-source pass waited for its TerdutServer actor's answer",
+            m.parent_calls.clone(),
+        );
         m
+    }
+
+    /// A child's question to its server actor took `took`.
+    pub fn parent_call(&self, question: &str, took: Duration) {
+        self.parent_calls
+            .get_or_create(&QuestionLabel {
+                question: question.to_owned(),
+            })
+            .observe(took.as_secs_f64());
     }
 
     /// One finished reconcile pass: counts it by `outcome` and records its duration.

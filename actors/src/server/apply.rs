@@ -4,8 +4,6 @@
 //! Then the client its children use is refreshed (`client.rs`), failure or not: a refused
 //! write must not withhold it from the teams.
 
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::ResourceExt;
@@ -13,27 +11,15 @@ use kube::api::{Api, DeleteParams, PostParams};
 use terdut_crds::v1alpha1::TerdutServer;
 use tracing::info;
 
-use super::ServerMemory;
-use super::client::Published;
 use super::observe::Observation;
 use super::plan::{Plan, Step};
+use super::{Applied, ServerMemory};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
 use crate::kind::Kind;
 use crate::write::apply::{FIELD_MANAGER, apply as server_side_apply};
 use crate::write::events;
-
-/// What a pass did.
-#[derive(Debug)]
-pub struct Applied {
-    pub plan: Plan,
-    /// The step that failed, if one did (the later ones were not tried).
-    pub failure: Option<ReconcileError>,
-    /// The key Secret already existed after all (a lagging cache): look again in a moment.
-    pub raced: bool,
-    pub published: Published,
-}
 
 /// Carries out `plan`.
 pub async fn apply(
@@ -76,9 +62,6 @@ pub async fn apply(
         published,
     })
 }
-
-/// A cache that lags a create by a moment: the next look.
-pub const RACE_RETRY: Duration = Duration::from_secs(1);
 
 enum Done {
     Applied,

@@ -1,4 +1,4 @@
-//! `spec.database` -> the DSN and password reference the pods get (DESIGN §8).
+//! `spec.database` -> the DSN and password reference the pods get (docs/design.md §8).
 //!
 //! Two paths, mirroring the chart's contract: a DSN the user brings with an optional password
 //! Secret, or a Zalando `postgresql.acid.zalan.do` cluster in the same namespace, whose DSN and
@@ -6,8 +6,8 @@
 //! checks no connectivity; the readiness probe (`/readyz`, ready when the database is) does that.
 //!
 //! What was observed about the Zalando cluster is an input ([`ClusterObservation`]): the actor
-//! does the lookup (and treats a missing CRD as data, not an error, DESIGN §8/§9), this module
-//! only decides.
+//! does the lookup (and treats a missing CRD as data, not an error, docs/design.md §8/§9), this
+//! module only decides.
 
 use terdut_crds::v1alpha1::SecretKeyRef;
 use terdut_crds::v1alpha1::server::{DatabaseSpec, PostgresClusterRef};
@@ -176,9 +176,10 @@ fn resolve_zalando(
     }
 }
 
-/// `postgres://<user>@<master Service>.<namespace>.svc.<cluster domain>.:<its port>/<database>?sslmode=require`:
-/// the host and port are the master Service the postgres-operator made (read from the
-/// cluster, not assumed), as an absolute name; Spilo serves TLS by default.
+/// `postgres://<user>@<master Service>.<namespace>.svc.<cluster domain>.:<its
+/// port>/<database>?sslmode=require`: the host and port are the master Service the
+/// postgres-operator made (read from the cluster, not assumed), as an absolute name; Spilo serves
+/// TLS by default.
 pub fn zalando_dsn(
     namespace: &str,
     r: &PostgresClusterRef,
@@ -264,7 +265,7 @@ mod tests {
             })
         );
         assert_eq!(pending, None);
-        // A DSN user never needs the Zalando CRD (DESIGN §8).
+        // A DSN user never needs the Zalando CRD (docs/design.md §8).
         assert_eq!(cluster_ref(&spec), None);
         assert!(matches!(
             resolve(

@@ -1,12 +1,12 @@
-//! The terdut-server Deployment (DESIGN §4.1, §6, §7).
+//! The terdut-server Deployment (docs/design.md §4.1, §6, §7).
 //!
 //! Built whole every pass and server-side applied with the one field manager, so a field the
 //! operator stops setting is removed. kube's `Patch::Apply` of this typed object serializes
 //! `apiVersion`/`kind` itself (k8s-openapi's `Resource` impl), so no `serde_json::Value` detour
 //! is needed.
 //!
-//! `spec.pod` is passed through (DESIGN §4.1: corev1 types throughout); the operator adds only
-//! what it needs, and the security contexts are laid over the `restricted` defaults field by
+//! `spec.pod` is passed through (docs/design.md §4.1: corev1 types throughout); the operator adds
+//! only what it needs, and the security contexts are laid over the `restricted` defaults field by
 //! field (`pod_security.rs`), so the pod passes that level unless the spec itself breaks it.
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
@@ -84,7 +84,7 @@ pub fn deployment(
         // would inject `TERDUT_PORT`, `TERDUT_SERVICE_HOST`, ... right into the server's own
         // `TERDUT_` configuration namespace. The server finds nothing through them anyway.
         enable_service_links: Some(false),
-        // terdut-server never calls the Kubernetes API (DESIGN §9: only the operator does).
+        // terdut-server never calls the Kubernetes API (docs/design.md §9: only the operator does).
         automount_service_account_token: Some(false),
         security_context: Some(merge(
             restricted_pod_context(),

@@ -1,7 +1,8 @@
 //! Whether an owned object needs a server-side apply at all.
 //!
-//! After convergence a resync must make zero Kubernetes writes (issue 4, part 6), and an apply of
-//! an unchanged object is still a write request. Two pure checks decide instead:
+//! After convergence a resync must make zero Kubernetes writes (docs/performance.md: a converged
+//! operator writes nothing), and an apply of an unchanged object is still a write request. Two pure
+//! checks decide instead:
 //!
 //! - **What we want changed**: the desired object's hash is stamped into its
 //!   [`APPLIED_HASH_ANNOTATION`]; a different hash on the observed object means the spec (or the

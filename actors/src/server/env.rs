@@ -1,7 +1,8 @@
 //! The container environment of terdut-server (terdut-api.md "Process environment").
 //!
-//! Mirrors the chart's env block (DESIGN §10). Every secret reaches the pod by `secretKeyRef`,
-//! never inline, so no key or password is in the Deployment (DESIGN §6 step 2).
+//! Mirrors the chart's env block (docs/design.md §10). Every secret reaches the pod by
+//! `secretKeyRef`, never inline, so no key or password is in the Deployment (docs/design.md §6 step
+//! 2).
 //!
 //! Assumption: durations are passed exactly as the user wrote them (`6h`, `1h30m`), because the
 //! server reads them with Go's `time.ParseDuration`, which accepts precisely the syntax the CRD

@@ -1,9 +1,9 @@
-//! The operator key: its generation, format, hash and Secret (DESIGN §2, §6).
+//! The operator key: its generation, format, hash and Secret (docs/design.md §2, §6).
 //!
 //! One key per TerdutServer, `tdsa_` + 48 lowercase hex, in the Secret `<server>-operator-key`
 //! (data key `token`). The Secret is created once and never overwritten while it exists, since the
-//! running server was seeded with it; deleting it is how a user rotates the key (DESIGN §6).
-//! The key value lives in [`OperatorKeyValue`], which never prints itself.
+//! running server was seeded with it; deleting it is how a user rotates the key (docs/design.md
+//! §6). The key value lives in [`OperatorKeyValue`], which never prints itself.
 //!
 //! Note for the lead: `actors/src/api/secret.rs` has its own redacting type for the API client's
 //! bearer token; the two should be folded into one.
@@ -25,7 +25,8 @@ pub const KEY_PREFIX: &str = "tdsa_";
 /// Lowercase hex characters after the prefix: 24 random bytes, 192 bits.
 pub const KEY_HEX_LEN: usize = 48;
 /// Pod template annotation holding [`OperatorKeyValue::hash`]: a replaced Secret changes it and
-/// so rolls the pods, which re-seed the server's account from the new key (DESIGN §6 step 2).
+/// so rolls the pods, which re-seed the server's account from the new key (docs/design.md §6 step
+/// 2).
 pub const KEY_HASH_ANNOTATION: &str = "terdut.ryuvia.com/operator-key-hash";
 /// Hex characters of the hash kept in the annotation. 64 bits tell keys apart; the full digest
 /// is not needed and would only be a better offline-guessing target (though 192 random bits
@@ -106,11 +107,11 @@ pub fn is_valid_key(s: &str) -> bool {
     })
 }
 
-/// The key Secret, to be created (never applied over an existing one, DESIGN §6).
+/// The key Secret, to be created (never applied over an existing one, docs/design.md §6).
 ///
 /// `immutable: true` makes the API server enforce "never overwritten while it exists": nobody,
 /// the operator included, can change the key in place; deleting the Secret is the one way to
-/// rotate it, which is the documented one (DESIGN §6).
+/// rotate it, which is the documented one (docs/design.md §6).
 pub fn key_secret(parent: &Parent, key: &OperatorKeyValue) -> Secret {
     Secret {
         metadata: ObjectMeta {
@@ -135,13 +136,14 @@ pub fn key_secret(parent: &Parent, key: &OperatorKeyValue) -> Secret {
 pub enum KeySecretState {
     /// Ours and well-formed: use it.
     Present(OperatorKeyValue),
-    /// Not there: create a new one (first start, or the user deleted it to rotate, DESIGN §6).
+    /// Not there: create a new one (first start, or the user deleted it to rotate, docs/design.md
+    /// §6).
     Missing,
-    /// Ours but its `token` is absent or malformed. Fails closed: not overwritten (DESIGN §6),
-    /// reported so the user deletes it and the operator makes a new one.
+    /// Ours but its `token` is absent or malformed. Fails closed: not overwritten (docs/design.md
+    /// §6), reported so the user deletes it and the operator makes a new one.
     Invalid,
-    /// A Secret of that name not controlled by this TerdutServer: never adopted (DESIGN §1).
-    /// Also seen briefly after a server is recreated under the same name, until GC removes
+    /// A Secret of that name not controlled by this TerdutServer: never adopted (docs/design.md
+    /// §1). Also seen briefly after a server is recreated under the same name, until GC removes
     /// the old server's Secret.
     NotOwned,
 }
@@ -149,7 +151,7 @@ pub enum KeySecretState {
 /// Classifies the observed key Secret (`None`: not in the cache). `unlisted`: the metadata of
 /// a Secret of that name the label-selected cache does not show; it is someone else's (one the
 /// operator controls is read in full and given as `observed`), so it is never overwritten and
-/// its data is never read or used (DESIGN §1, §6).
+/// its data is never read or used (docs/design.md §1, §6).
 pub fn classify_key_secret(
     parent: &Parent,
     observed: Option<&Secret>,

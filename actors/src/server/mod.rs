@@ -42,6 +42,20 @@ use crate::pipeline::{Finalized, Pass, Pipeline, Verdict};
 /// how tests prove per-object isolation. Ignored otherwise.
 pub const TEST_FAULT_ANNOTATION: &str = "terdut.ryuvia.com/test-fault";
 
+/// What a pass did.
+#[derive(Debug)]
+pub struct Applied {
+    pub plan: plan::Plan,
+    /// The step that failed, if one did (the later ones were not tried).
+    pub failure: Option<ReconcileError>,
+    /// The key Secret already existed after all (a lagging cache): look again in a moment.
+    pub raced: bool,
+    pub published: client::Published,
+}
+
+/// A cache that lags a create by a moment: the next look.
+pub const RACE_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What the pipeline keeps for one TerdutServer between passes.
 #[derive(Clone, Debug, Default)]
 pub struct ServerMemory {
@@ -61,7 +75,7 @@ impl Pipeline for Server {
     type Memory = ServerMemory;
     type Observed = observe::Observation;
     type Plan = Result<plan::Plan, String>;
-    type Applied = apply::Applied;
+    type Applied = Applied;
     type Desired = status::DesiredStatus;
 
     const KIND: Kind = Kind::Server;
@@ -91,14 +105,14 @@ impl Pipeline for Server {
         observed: observe::Observation,
         plan: Result<plan::Plan, String>,
         memory: &'a mut ServerMemory,
-    ) -> Result<apply::Applied, ReconcileError> {
+    ) -> Result<Applied, ReconcileError> {
         let plan = plan.map_err(ReconcileError::Invalid)?;
         let applied = apply::apply(pass.ctx, server, observed, plan, memory).await?;
         memory.published = Some(applied.published.clone());
         Ok(applied)
     }
 
-    fn status(server: &TerdutServer, applied: &apply::Applied) -> Verdict<status::DesiredStatus> {
+    fn status(server: &TerdutServer, applied: &Applied) -> Verdict<status::DesiredStatus> {
         status::verdict(server, applied)
     }
 
@@ -130,12 +144,29 @@ impl Pipeline for Server {
     }
 }
 
-/// Whether the test-fault annotation asks this server's actor to panic (test hooks only).
+/// Whether the test-fault annotation asks this server's actor to panic (test hooks only):
+/// `panic` on every pass (a crash loop), `panic-once` on the first pass of this object and
+/// generation in this process (one crash, then a restart that must recover).
 pub fn test_fault(test_hooks: bool, server: &TerdutServer) -> bool {
-    test_hooks
-        && server
-            .annotations()
-            .get(TEST_FAULT_ANNOTATION)
-            .map(String::as_str)
-            == Some("panic")
+    static FIRED: std::sync::LazyLock<std::sync::Mutex<std::collections::HashSet<String>>> =
+        std::sync::LazyLock::new(Default::default);
+    if !test_hooks {
+        return false;
+    }
+    match server
+        .annotations()
+        .get(TEST_FAULT_ANNOTATION)
+        .map(String::as_str)
+    {
+        Some("panic") => true,
+        Some("panic-once") => {
+            let once = format!(
+                "{}/{:?}",
+                server.uid().unwrap_or_default(),
+                server.metadata.generation
+            );
+            FIRED.lock().map(|mut f| f.insert(once)).unwrap_or(false)
+        }
+        _ => false,
+    }
 }

@@ -1,8 +1,9 @@
 //! Names, labels and ownership of everything the operator creates for a `TerdutServer`.
 //!
 //! Names are deterministic, derived from the server's own name only: a retry, a restart or a lost
-//! cache finds the same objects instead of making new ones (DESIGN §6, §7). Everything carries
-//! a controller owner reference so garbage collection, not a finalizer, cleans up (DESIGN §7).
+//! cache finds the same objects instead of making new ones (docs/design.md §6, §7). Everything
+//! carries a controller owner reference so garbage collection, not a finalizer, cleans up
+//! (docs/design.md §7).
 
 use std::collections::BTreeMap;
 
@@ -10,12 +11,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 use terdut_crds::v1alpha1::TerdutServer;
 
-/// The one field manager of every server-side apply the operator makes (issue 4, part 3).
+/// The one field manager of every server-side apply the operator makes.
 pub const FIELD_MANAGER: &str = "terdut-operator";
 
-/// Suffix of the operator key Secret, `<server>-operator-key` (DESIGN §6).
+/// Suffix of the operator key Secret, `<server>-operator-key` (docs/design.md §6).
 pub const KEY_SECRET_SUFFIX: &str = "-operator-key";
-/// Data key of the operator key inside its Secret (DESIGN §6).
+/// Data key of the operator key inside its Secret (docs/design.md §6).
 pub const KEY_SECRET_DATA_KEY: &str = "token";
 
 /// Name of the one container in the server's pods.
@@ -32,7 +33,7 @@ pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 /// The TerdutServer an object belongs to, in the operator's own label namespace.
 pub const LABEL_SERVER: &str = "terdut.ryuvia.com/server";
 /// On every Secret the operator creates, so its informer watches only those Secrets and not
-/// every Secret in the cluster (issue 4, part 1; DESIGN §9 on Secret access).
+/// every Secret in the cluster (docs/design.md §9 on Secret access).
 pub const LABEL_MANAGED: &str = "terdut.ryuvia.com/managed";
 
 /// Value of [`LABEL_NAME`].
@@ -44,7 +45,7 @@ pub const MANAGED_SECRET_SELECTOR: &str = "terdut.ryuvia.com/managed=true";
 /// name and must be a DNS-1035 label, and the name is a label value (both at most 63).
 pub const MAX_SERVER_NAME_LEN: usize = 63;
 
-/// `<server>-operator-key` (DESIGN §6).
+/// `<server>-operator-key` (docs/design.md §6).
 pub fn key_secret_name(server: &str) -> String {
     format!("{server}{KEY_SECRET_SUFFIX}")
 }
@@ -117,7 +118,7 @@ pub fn validate_server_name(name: &str) -> Result<(), String> {
 pub struct Parent {
     pub name: String,
     pub namespace: String,
-    /// Controller owner reference: GC deletes the child with the server (DESIGN §7).
+    /// Controller owner reference: GC deletes the child with the server (docs/design.md §7).
     pub owner: OwnerReference,
 }
 

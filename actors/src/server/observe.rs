@@ -1,9 +1,9 @@
 //! The observing half of a TerdutServer pass. The owned objects come from the informer caches,
 //! which show only what carries the operator's labels; so before the operator creates or
 //! applies one, a live metadata read of its name says whether something it does not control
-//! is there (DESIGN §1: a Deployment or Service the terdut-server chart installed is never
+//! is there (docs/design.md §1: a Deployment or Service the terdut-server chart installed is never
 //! taken over). Live reads too: the Secrets the spec names (whether they and their keys
-//! exist), and the Zalando `postgresql` with its master Service (DESIGN §8: that CRD is
+//! exist), and the Zalando `postgresql` with its master Service (docs/design.md §8: that CRD is
 //! optional and not watched). In steady state every owned object is in the cache and the only
 //! live reads are the named Secrets.
 

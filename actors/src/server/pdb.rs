@@ -1,8 +1,8 @@
-//! The optional PodDisruptionBudget (DESIGN §4.1, §7).
+//! The optional PodDisruptionBudget (docs/design.md §4.1, §7).
 //!
 //! It exists only while `spec.pod.disruptionBudget` is set: `None` here tells the caller to delete
-//! any PDB it created earlier (DESIGN §7: "the controller deletes it itself when the field is
-//! cleared"; owner references alone would keep it until the server is deleted).
+//! any PDB it created earlier (docs/design.md §7: "the controller deletes it itself when the field
+//! is cleared"; owner references alone would keep it until the server is deleted).
 
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};

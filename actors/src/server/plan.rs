@@ -3,8 +3,8 @@
 //! The actor observes (informer caches, the Zalando lookup), calls [`plan`], performs the steps
 //! in order with the one field manager, and writes [`super::status::status_patch`] of the
 //! resulting status. The order matters: the key Secret exists before the Deployment that
-//! references it, and nothing owned by someone else is ever taken over (DESIGN §1: the operator
-//! never adopts an independently deployed terdut-server).
+//! references it, and nothing owned by someone else is ever taken over (docs/design.md §1: the
+//! operator never adopts an independently deployed terdut-server).
 //!
 //! Steady state makes no writes: an object is applied only when [`super::drift::needs_apply`]
 //! says so.
@@ -44,13 +44,13 @@ pub struct Observed<'a> {
     pub pdb: Option<&'a PodDisruptionBudget>,
     /// Objects with the names the operator needs that the label-selected caches cannot show
     /// (a live metadata read): someone else's, e.g. installed by the terdut-server chart, or
-    /// the operator's own with its labels removed (DESIGN §1: never adopted).
+    /// the operator's own with its labels removed (docs/design.md §1: never adopted).
     pub unlisted: Unlisted<'a>,
     /// Every Secret the spec names, and whether it and its key exist.
     pub references: &'a [Checked],
     /// The cluster's DNS domain, for absolute names in the pods' configuration.
     pub cluster_domain: &'a str,
-    /// TerdutTeams attached to this server, by consent outcome (DESIGN §4.6).
+    /// TerdutTeams attached to this server, by consent outcome (docs/design.md §4.6).
     pub teams: TeamCounts,
 }
 
@@ -69,13 +69,13 @@ pub struct Unlisted<'a> {
 #[derive(Clone, PartialEq)]
 pub enum Step {
     /// Create (never apply, never update) the key Secret. `AlreadyExists` means the cache was
-    /// stale: re-observe, do not overwrite (DESIGN §6).
+    /// stale: re-observe, do not overwrite (docs/design.md §6).
     CreateKeySecret(Box<Secret>),
     /// Server-side apply with `names::FIELD_MANAGER`.
     ApplyService(Box<Service>),
     ApplyDeployment(Box<Deployment>),
     ApplyPdb(Box<PodDisruptionBudget>),
-    /// `spec.pod.disruptionBudget` was cleared (DESIGN §7).
+    /// `spec.pod.disruptionBudget` was cleared (docs/design.md §7).
     DeletePdb {
         name: String,
     },
@@ -98,7 +98,7 @@ impl fmt::Debug for Step {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
     pub steps: Vec<Step>,
-    /// For Warning Events (DESIGN §12).
+    /// For Warning Events (docs/design.md §12).
     pub warnings: Vec<SpecWarning>,
     /// The status if every step succeeds; on a failed step the actor reports
     /// `reasons::APPLY_FAILED` instead.
@@ -143,7 +143,7 @@ where
             .flatten()
             .any(|o| o.uid == parent.owner.uid && o.controller == Some(true))
     };
-    // An object of ours by name but not by owner: never taken over (DESIGN §1). The caches
+    // An object of ours by name but not by owner: never taken over (docs/design.md §1). The caches
     // show only labelled objects, so the live read of the name (`unlisted`) decides too.
     let foreign_of = |kind: &str, cached: Option<&ObjectMeta>, unlisted: Option<&ObjectMeta>| {
         cached

@@ -1,4 +1,4 @@
-//! The terdut-server pods and the `restricted` Pod Security level (DESIGN §4.1 `spec.pod`).
+//! The terdut-server pods and the `restricted` Pod Security level (docs/design.md §4.1 `spec.pod`).
 //!
 //! Two pure jobs:
 //! - [`merge`]: a user's `securityContext` / `containerSecurityContext` is laid over the

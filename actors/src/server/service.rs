@@ -1,7 +1,7 @@
 //! The server's Service: `ClusterIP` only.
 //!
 //! External exposure (LoadBalancer, NodePort, Ingress, HTTPRoute) is a permanent non-goal
-//! (DESIGN §1): users bring their own, see `examples/networking`. The Service is also the
+//! (docs/design.md §1): users bring their own, see `examples/networking`. The Service is also the
 //! operator's own way in: `http://<server>.<namespace>.svc:<port>` (terdut-api.md "Transport").
 
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};

@@ -1,18 +1,18 @@
-//! The TerdutServer's status, computed from what was observed (DESIGN §6, §7).
+//! The TerdutServer's status, computed from what was observed (docs/design.md §6, §7).
 //!
 //! [`desired_status`] decides what the status should say; [`status_patch`] turns that into a
 //! patch only when something a user can see changed (no hot loops: `lastTransitionTime` moves
 //! only when the Ready status flips, via `terdut_crds`' `set_condition`).
 //!
-//! When is a server Ready? DESIGN §7 asks for a Ready condition on every kind, and DESIGN §5 makes
-//! Ready the gate for everything attached to the server ("Children resolve through the team ...
-//! requires it Ready"). What children need is a server that answers its API, and one available
-//! pod does (the replicas share one database). So **Ready=True as soon as one pod is available**:
-//! reason `Ready` once the rollout of the current spec is complete, `RollingOut` while it is not.
-//! Demanding every replica would flip all teams to waiting on every upgrade or node drain.
-//! With no pod available Ready is False with the most actionable reason: the database, a stalled
-//! rollout, a refused pod, or plain `Progressing` (in a cluster without kubelets, as in the
-//! project's tests, that is where a server stays).
+//! When is a server Ready? docs/design.md §7 asks for a Ready condition on every kind, and
+//! docs/design.md §5 makes Ready the gate for everything attached to the server ("Children resolve
+//! through the team ... requires it Ready"). What children need is a server that answers its API,
+//! and one available pod does (the replicas share one database). So **Ready=True as soon as one pod
+//! is available**: reason `Ready` once the rollout of the current spec is complete, `RollingOut`
+//! while it is not. Demanding every replica would flip all teams to waiting on every upgrade or
+//! node drain. With no pod available Ready is False with the most actionable reason: the database,
+//! a stalled rollout, a refused pod, or plain `Progressing` (in a cluster without kubelets, as in
+//! the project's tests, that is where a server stays).
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -95,7 +95,7 @@ pub mod reasons {
 }
 
 /// The `KeyAccepted` condition: whether the running server accepts the operator key (a
-/// `whoami` after each pass; DESIGN §6). One place that says why a server's teams wait.
+/// `whoami` after each pass; docs/design.md §6). One place that says why a server's teams wait.
 pub mod key_accepted {
     pub const TYPE: &str = "KeyAccepted";
     /// `whoami` answered as the operator account.
@@ -202,7 +202,7 @@ pub struct DesiredStatus {
 }
 
 /// Decides the status. `credentialsSecretRef` is set only while the key Secret is present and
-/// valid, so a team never goes looking for a key that is not there (DESIGN §6 step 4).
+/// valid, so a team never goes looking for a key that is not there (docs/design.md §6 step 4).
 pub fn desired_status(i: &StatusInputs<'_>) -> DesiredStatus {
     let (status, reason, message) = ready(i);
     let credentials_secret_ref =
@@ -364,7 +364,7 @@ pub fn status_patch(
 /// not-Ready reason someone must act on (once per reason).
 pub fn verdict(
     server: &terdut_crds::v1alpha1::TerdutServer,
-    applied: &super::apply::Applied,
+    applied: &super::Applied,
 ) -> crate::pipeline::Verdict<DesiredStatus> {
     use crate::pipeline::{Announce, Next, Verdict};
     use crate::runtime::events::EventType;
@@ -378,7 +378,7 @@ pub fn verdict(
     let next = if applied.failure.is_some() {
         Next::Failed
     } else if applied.raced {
-        Next::After(super::apply::RACE_RETRY)
+        Next::After(super::RACE_RETRY)
     } else if reasons::POLLED.contains(&desired.ready.reason.as_str())
         || !applied.published.check.accepted()
     {

@@ -1,6 +1,6 @@
 //! Things in a spec the builders overrode or dropped. They are not errors: the operator's value
 //! wins and the server still converges, but the user should hear about it (a Warning Event,
-//! DESIGN §12), or they will wonder why their setting has no effect.
+//! docs/design.md §12), or they will wonder why their setting has no effect.
 
 use std::fmt;
 

@@ -31,12 +31,13 @@ use crate::api::{CreatedIntegration, Id, IntegrationCreate, NewIntegration, Terd
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
-use crate::kind::Written;
+use crate::kind::{Kind, Written};
 use crate::pipeline::Pass;
 use crate::write::apply::FIELD_MANAGER;
 use crate::write::{events, finalizer};
 
-const KIND: &str = "source";
+/// `kube_writes_total{kind}` of the webhook Secret writes is the source's kind.
+const KIND: &str = Kind::Source.label();
 
 /// Carries out `decision` (the plan of `observed`).
 pub async fn apply(

@@ -1,6 +1,6 @@
-//! Deleting a TerdutAlertSource (docs/design.md §5 "Finalizers"): DELETE the integration on the server
-//! (404 counts as done), then release the finalizer. The webhook Secret is owned, so garbage
-//! collection removes it (DESIGN §7).
+//! Deleting a TerdutAlertSource (docs/design.md §5 "Finalizers"): DELETE the integration on the
+//! server (404 counts as done), then release the finalizer. The webhook Secret is owned, so garbage
+//! collection removes it (docs/design.md §7).
 //!
 //! What deletion does when the integration cannot be reached (engineering-notes: finalizer
 //! deadlocks when the server or the team is gone first):

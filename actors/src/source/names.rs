@@ -1,4 +1,4 @@
-//! Names, labels, annotations and identities of a TerdutAlertSource (DESIGN §4.5, §7).
+//! Names, labels, annotations and identities of a TerdutAlertSource (docs/design.md §4.5, §7).
 //!
 //! Everything is derived from the object's own namespace and name, so a retry, a restart or a
 //! lost status finds the same Secret and the same integration (`external_id`) instead of
@@ -11,10 +11,10 @@ use sha2::{Digest, Sha256};
 use crate::server::names::{FIELD_MANAGER, LABEL_MANAGED, LABEL_MANAGED_BY};
 
 /// The finalizer that deletes the integration on the server before the object goes
-/// (DESIGN §5 "Finalizers").
+/// (docs/design.md §5 "Finalizers").
 pub const FINALIZER: &str = "terdut.ryuvia.com/source-cleanup";
 
-/// Suffix of the webhook Secret, `<name>-terdut-webhook` (DESIGN §4.5).
+/// Suffix of the webhook Secret, `<name>-terdut-webhook` (docs/design.md §4.5).
 pub const SECRET_SUFFIX: &str = "-terdut-webhook";
 /// Data key of the webhook URL in the Secret.
 pub const DATA_URL: &str = "url";
@@ -43,7 +43,8 @@ pub fn secret_name(source: &str) -> String {
     format!("{source}{SECRET_SUFFIX}")
 }
 
-/// The integration's identity on the server: `<namespace>/<name>` (DESIGN §2, terdut-api.md).
+/// The integration's identity on the server: `<namespace>/<name>` (docs/design.md §2,
+/// terdut-api.md).
 pub fn external_id(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
 }

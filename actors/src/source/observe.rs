@@ -89,9 +89,8 @@ pub async fn observe(
     // (docs/design.md §5), so every team and source of it looks now.
     if let ServerView::Gone(id) = &server
         && memory.integration_id == Some(*id)
-        && let Some(hooks) = ctx.on_server.get()
     {
-        hooks.data_lost(&granted.server);
+        pass.parent.data_lost(&granted.server);
     }
     let first = plan(&Inputs {
         desired: desired(source),

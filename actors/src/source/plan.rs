@@ -1,4 +1,4 @@
-//! What one TerdutAlertSource pass does, decided without IO (DESIGN §4.5, §5).
+//! What one TerdutAlertSource pass does, decided without IO (docs/design.md §4.5, §5).
 //!
 //! The server shows an integration's webhook key exactly once, in the answer to the POST that
 //! created it. The three failures this module exists to prevent:
@@ -109,9 +109,9 @@ pub struct Inputs<'a> {
 /// Why a pass deletes an integration and makes it again (which gives it a new key).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RecreateReason {
-    /// `spec.kind` changed; a kind cannot be changed in place (DESIGN §5).
+    /// `spec.kind` changed; a kind cannot be changed in place (docs/design.md §5).
     KindChanged { from: IntegrationKind },
-    /// The integration no longer exists on the server (DESIGN §5).
+    /// The integration no longer exists on the server (docs/design.md §5).
     DeletedOnServer,
     /// It exists by `external_id`, but no Secret ever held its key: the operator stopped
     /// between the POST and the Secret write.
@@ -124,7 +124,7 @@ pub enum RecreateReason {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Blocker {
     /// The integration exists but no Secret holds its key, and nothing explains minting a new
-    /// one (DESIGN §5 "A webhook Secret that is lost fails closed").
+    /// one (docs/design.md §5 "A webhook Secret that is lost fails closed").
     WebhookSecretLost { id: Id },
     /// A Secret of the webhook Secret's name belongs to someone else.
     SecretConflict,

@@ -2,9 +2,10 @@
 //! and reading back what the planner needs to know about one (never the values).
 //!
 //! The Secret holds the only copy the cluster will ever have of the key (the server shows it
-//! once, DESIGN §4.5). It is owned by its TerdutAlertSource (controller, blockOwnerDeletion) so
-//! garbage collection removes it with the object (DESIGN §7), and annotated with the id of the
-//! integration whose key it holds, so a stale Secret is told apart from a current one.
+//! once, docs/design.md §4.5). It is owned by its TerdutAlertSource (controller,
+//! blockOwnerDeletion) so garbage collection removes it with the object (docs/design.md §7), and
+//! annotated with the id of the integration whose key it holds, so a stale Secret is told apart
+//! from a current one.
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,6 @@
 //! The TerdutAlertSource's status, pure: what a pass ended with -> the `Ready` condition, and
-//! `integrationID`/`webhookURLSecretRef` (DESIGN §4.5: the Secret reference, never the values).
+//! `integrationID`/`webhookURLSecretRef` (docs/design.md §4.5: the Secret reference, never the
+//! values).
 //!
 //! [`status_patch`] returns `None` when nothing a user can see would change, so steady state
 //! writes nothing (no hot loops).
@@ -40,10 +41,10 @@ pub enum Outcome {
     WaitingForServer {
         detail: String,
     },
-    /// The team's server does not accept this namespace (DESIGN §4.6), whatever the team's
+    /// The team's server does not accept this namespace (docs/design.md §4.6), whatever the team's
     /// status says.
     RefNotPermitted(String),
-    /// Fails closed (DESIGN §5).
+    /// Fails closed (docs/design.md §5).
     SecretLost {
         id: Id,
     },

@@ -36,6 +36,12 @@ pub(super) enum Phase<F: ChildFactory> {
     },
     /// Over the intensity limit; waits for a changed spec or a `Reset`.
     CrashLooping { last_error: String },
+    /// Converged and idle: no actor, only this entry (passivation, ADR 0008). It starts
+    /// again on an event (`Ensure`, `Forward`) or at `due`, when its next pass was due.
+    Passive {
+        due: Option<Instant>,
+        keepsake: Option<super::factory::Keepsake>,
+    },
 }
 
 /// The per-incarnation handles of a running child.
@@ -62,6 +68,9 @@ impl<F: ChildFactory> Child<F> {
             },
             Phase::CrashLooping { last_error } => ChildStatus::CrashLooping {
                 last_error: last_error.clone(),
+            },
+            Phase::Passive { due, .. } => ChildStatus::Passive {
+                due_in: due.map(|d| d.saturating_duration_since(now)),
             },
         };
         ChildSnapshot {

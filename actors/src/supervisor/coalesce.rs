@@ -11,8 +11,10 @@
 use dashmap::DashSet;
 use prometheus_client::metrics::gauge::Gauge;
 use ractor::{ActorRef, MessagingErr};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use crate::key::ObjectKey;
 
@@ -21,23 +23,56 @@ use crate::key::ObjectKey;
 /// The sender calls [`mark`](Self::mark) and sends only when it returns `true`; the actor calls
 /// [`clear`](Self::clear) when it *starts* handling the nudge, before reading state, so a change
 /// that lands while it works enqueues a fresh nudge instead of being lost.
+///
+/// It also remembers when the oldest event the queued nudge stands for happened, so the
+/// handler can tell how long dispatch took (`actor_dispatch_seconds`).
 #[derive(Clone, Debug, Default)]
-pub struct PendingFlag(Arc<AtomicBool>);
+pub struct PendingFlag(Arc<Pending>);
+
+#[derive(Debug, Default)]
+struct Pending {
+    set: AtomicBool,
+    /// Nanoseconds after [`EPOCH`] of the oldest event, plus one; 0: unknown.
+    since: AtomicU64,
+}
+
+/// The instant stamps count from.
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
 
 impl PendingFlag {
     /// Set the flag; `true` when it was clear, i.e. the caller should enqueue a message.
     pub fn mark(&self) -> bool {
-        !self.0.swap(true, Ordering::AcqRel)
+        !self.0.set.swap(true, Ordering::AcqRel)
     }
 
-    /// Clear the flag: the queued message is being handled.
-    pub fn clear(&self) {
-        self.0.store(false, Ordering::Release);
+    /// [`mark`](Self::mark), for an event that happened at `at`: a nudge that was clear
+    /// remembers it; a queued one keeps the older instant it has.
+    pub fn mark_at(&self, at: Instant) -> bool {
+        let nanos = at.saturating_duration_since(*EPOCH).as_nanos();
+        let stamp = u64::try_from(nanos).unwrap_or(u64::MAX - 1) + 1;
+        let _ = self
+            .0
+            .since
+            .compare_exchange(0, stamp, Ordering::AcqRel, Ordering::Acquire);
+        self.mark()
+    }
+
+    /// Clear the flag: the queued message is being handled. Returns how long ago the oldest
+    /// event it stands for happened, when that is known.
+    pub fn clear(&self) -> Option<Duration> {
+        self.0.set.store(false, Ordering::Release);
+        match self.0.since.swap(0, Ordering::AcqRel) {
+            0 => None,
+            stamp => {
+                let at = *EPOCH + Duration::from_nanos(stamp - 1);
+                Some(Instant::now().saturating_duration_since(at))
+            }
+        }
     }
 
     /// Whether a message is queued.
     pub fn is_set(&self) -> bool {
-        self.0.load(Ordering::Acquire)
+        self.0.set.load(Ordering::Acquire)
     }
 }
 

@@ -3,6 +3,8 @@
 //! The supervisor is generic; the per-kind code (server, team, alert source) implements
 //! [`ChildFactory`] and receives a [`ChildContext`] in every incarnation.
 
+use std::sync::Arc;
+
 use ractor::Actor;
 use tokio::sync::watch;
 
@@ -52,14 +54,46 @@ pub trait ChildFactory: Send + Sync + 'static {
     fn on_crash_loop(&self, key: &ObjectKey, last_error: &str);
 }
 
+/// What a passivated child leaves with its entry for its next incarnation: the memory a pass
+/// would otherwise lose with the actor (e.g. the id it last converged, which is how it tells
+/// that the server lost its data). Opaque to the host.
+pub type Keepsake = Box<dyn std::any::Any + Send + Sync>;
+
+/// How a child tells its host that it converged and has nothing due until an instant.
+pub type IdleReport = Arc<dyn Fn(tokio::time::Instant, Keepsake) + Send + Sync>;
+
 /// What one child incarnation gets from its supervisor.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ChildContext<S> {
     key: ObjectKey,
     incarnation: u64,
     spec: watch::Receiver<S>,
     mailbox: MailboxDepth,
     pending: PendingFlag,
+    idle: IdleReport,
+    /// What the previous incarnation left when it was passivated; taken once.
+    keepsake: Arc<std::sync::Mutex<Option<Keepsake>>>,
+    /// `actor_dispatch_seconds{kind}`.
+    dispatch: prometheus_client::metrics::histogram::Histogram,
+}
+
+impl<S> std::fmt::Debug for ChildContext<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildContext")
+            .field("key", &self.key)
+            .field("incarnation", &self.incarnation)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How one incarnation is tied to its table: its mailbox accounting, its nudge flag, where it
+/// reports idleness, what a passivated predecessor left, where dispatch times go.
+pub(super) struct Links {
+    pub mailbox: MailboxDepth,
+    pub pending: PendingFlag,
+    pub idle: IdleReport,
+    pub keepsake: Option<Keepsake>,
+    pub dispatch: prometheus_client::metrics::histogram::Histogram,
 }
 
 impl<S: Clone> ChildContext<S> {
@@ -67,16 +101,32 @@ impl<S: Clone> ChildContext<S> {
         key: ObjectKey,
         incarnation: u64,
         spec: watch::Receiver<S>,
-        mailbox: MailboxDepth,
-        pending: PendingFlag,
+        links: Links,
     ) -> Self {
         Self {
             key,
             incarnation,
             spec,
-            mailbox,
-            pending,
+            mailbox: links.mailbox,
+            pending: links.pending,
+            idle: links.idle,
+            keepsake: Arc::new(std::sync::Mutex::new(links.keepsake)),
+            dispatch: links.dispatch,
         }
+    }
+
+    /// The child converged and has nothing due until `due`: its host may stop it and keep
+    /// only its entry and `keepsake` (passivation). Nothing happens if a nudge is queued
+    /// meanwhile; the child keeps running with its own copy.
+    pub fn report_idle(&self, due: tokio::time::Instant, keepsake: Keepsake) {
+        (self.idle)(due, keepsake);
+    }
+
+    /// What the previous incarnation left when it was passivated, if it was and left a `T`
+    /// (a restart after a failure starts from nothing).
+    pub fn take_keepsake<T: 'static>(&self) -> Option<T> {
+        let taken = self.keepsake.lock().ok()?.take()?;
+        taken.downcast::<T>().ok().map(|b| *b)
     }
 
     /// The object this child owns.
@@ -102,6 +152,8 @@ impl<S: Clone> ChildContext<S> {
 
     /// Call when handling the nudge, before reading the spec: later `Ensure`s nudge again.
     pub fn nudge_received(&self) {
-        self.pending.clear();
+        if let Some(took) = self.pending.clear() {
+            self.dispatch.observe(took.as_secs_f64());
+        }
     }
 }

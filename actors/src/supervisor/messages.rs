@@ -16,6 +16,9 @@ pub enum SupervisorMsg<F: ChildFactory> {
     /// Backing-off or crash-looping child: store the spec; if it changed, reset the restart
     /// history and start at once (the user may just have fixed what made it crash).
     Ensure(ObjectKey, F::Spec),
+    /// [`Ensure`](Self::Ensure) for an event that happened at this instant (the informer's),
+    /// so the nudge's dispatch time counts from there (`actor_dispatch_seconds`).
+    EnsureAt(ObjectKey, F::Spec, tokio::time::Instant),
     /// The object is gone: stop the child (gracefully, after its current message), cancel
     /// any restart and forget the key. Deleting a CR stops its actor.
     Remove(ObjectKey),
@@ -46,12 +49,25 @@ pub enum SupervisorMsg<F: ChildFactory> {
     },
     /// Reply with the state of every child (for tests, metrics and debugging).
     Snapshot(RpcReplyPort<SupervisorSnapshot>),
+    /// A child incarnation converged and has nothing due until `due`: it may be stopped and
+    /// kept as an entry only (passivation). Ignored if that incarnation is gone or busy.
+    Idle {
+        key: ObjectKey,
+        incarnation: u64,
+        due: tokio::time::Instant,
+        keepsake: super::factory::Keepsake,
+    },
+    /// Timer: a passive child's next pass may be due (the table's one timer).
+    Wake,
+    /// Nudge every running child and start every passive one (something all of them depend
+    /// on changed: their server's credentials, its data).
+    NudgeAll,
 }
 
 impl<F: ChildFactory> fmt::Debug for SupervisorMsg<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Ensure(key, _) => write!(f, "Ensure({key})"),
+            Self::Ensure(key, _) | Self::EnsureAt(key, _, _) => write!(f, "Ensure({key})"),
             Self::Remove(key) => write!(f, "Remove({key})"),
             Self::Reset(key) => write!(f, "Reset({key})"),
             Self::Forward(key, _) => write!(f, "Forward({key})"),
@@ -60,6 +76,9 @@ impl<F: ChildFactory> fmt::Debug for SupervisorMsg<F> {
                 key, incarnation, ..
             } => write!(f, "StartFailed({key}, {incarnation})"),
             Self::Snapshot(_) => write!(f, "Snapshot"),
+            Self::Idle { key, .. } => write!(f, "Idle({key})"),
+            Self::Wake => write!(f, "Wake"),
+            Self::NudgeAll => write!(f, "NudgeAll"),
         }
     }
 }
@@ -104,6 +123,11 @@ pub enum ChildStatus {
     CrashLooping {
         /// Why it failed the last time.
         last_error: String,
+    },
+    /// Converged and stopped; starts again on an event or when its next pass is due.
+    Passive {
+        /// Time left until its next pass, if one is scheduled.
+        due_in: Option<Duration>,
     },
 }
 

@@ -19,7 +19,9 @@
 
 mod child;
 pub mod coalesce;
+mod config;
 mod factory;
+mod host;
 mod keyed;
 mod messages;
 mod metrics;
@@ -27,8 +29,11 @@ pub mod restart_policy;
 mod state;
 
 pub use coalesce::{Coalescer, MailboxDepth, PendingFlag, send_counted};
-pub use factory::{ChildContext, ChildFactory, ChildMsg};
-pub use keyed::{KeyedSupervisor, SupervisorConfig};
+pub use config::SupervisorConfig;
+pub use factory::Keepsake;
+pub use factory::{ChildContext, ChildFactory, ChildMsg, IdleReport};
+pub use host::{Host, Wrapped};
+pub use keyed::KeyedSupervisor;
 pub use messages::{
     CallError, ChildSnapshot, ChildStatus, SupervisorMsg, SupervisorSnapshot, snapshot,
 };

@@ -3,24 +3,25 @@
 //! Entries are taken out of the map while a transition runs (`take`/`put`), so the helpers can
 //! use `&mut self` (RNG, metrics, counters) while holding the child by value.
 
-use ractor::{ActorId, ActorRef, ActorRuntime, SpawnErr};
+use ractor::{ActorId, ActorRuntime, SpawnErr, SupervisionEvent};
+use rand::SeedableRng;
 use rand::rngs::StdRng;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::task::{AbortHandle, JoinHandle};
+use tokio::time::Instant;
 
 use super::child::{Child, Phase, Running};
 use super::coalesce::{MailboxDepth, PendingFlag, send_counted};
-use super::factory::{ChildContext, ChildFactory, ChildMsg};
-use super::keyed::SupervisorConfig;
+use super::config::SupervisorConfig;
+use super::factory::{ChildContext, ChildFactory, ChildMsg, IdleReport, Keepsake, Links};
+use super::host::Host;
 use super::messages::{SupervisorMsg, SupervisorSnapshot};
 use super::metrics::KindMetrics;
 use super::restart_policy::{RestartTracker, Verdict};
 use crate::key::ObjectKey;
-
-type Myself<F> = ActorRef<SupervisorMsg<F>>;
 
 /// State of a [`KeyedSupervisor`](super::KeyedSupervisor); opaque, inspect it with
 /// [`SupervisorMsg::Snapshot`].
@@ -36,6 +37,13 @@ pub struct SupervisorState<F: ChildFactory> {
     /// Supervisor-wide, so a key that is removed and re-added never reuses an incarnation
     /// and cannot be hit by a timer of its previous life.
     next_incarnation: u64,
+    /// The passive children by when their next pass is due: one timer for all of them, armed
+    /// for the earliest (a timer wheel of one slot per instant).
+    wheel: BTreeSet<(Instant, ObjectKey)>,
+    /// The armed timer and what it is armed for.
+    armed: Option<(Instant, AbortHandle)>,
+    /// While an `EnsureAt` is handled: when its event happened.
+    event_at: Option<Instant>,
 }
 
 impl<F: ChildFactory> fmt::Debug for SupervisorState<F> {
@@ -49,7 +57,11 @@ impl<F: ChildFactory> fmt::Debug for SupervisorState<F> {
 }
 
 impl<F: ChildFactory> SupervisorState<F> {
-    pub(super) fn new(factory: Arc<F>, config: SupervisorConfig, rng: StdRng) -> Self {
+    pub fn new(factory: Arc<F>, config: SupervisorConfig) -> Self {
+        let rng = match config.jitter_seed {
+            Some(seed) => StdRng::seed_from_u64(seed),
+            None => StdRng::from_os_rng(),
+        };
         let metrics = config.metrics.kind(factory.kind());
         Self {
             factory,
@@ -59,17 +71,77 @@ impl<F: ChildFactory> SupervisorState<F> {
             children: BTreeMap::new(),
             by_actor: HashMap::new(),
             next_incarnation: 1,
+            wheel: BTreeSet::new(),
+            armed: None,
+            event_at: None,
+        }
+    }
+
+    /// One message of the protocol, from whichever actor hosts this table.
+    pub fn handle<H: Host<F>>(&mut self, myself: &H, msg: SupervisorMsg<F>) {
+        match msg {
+            SupervisorMsg::Ensure(key, spec) => self.ensure(myself, key, spec),
+            SupervisorMsg::EnsureAt(key, spec, at) => {
+                self.event_at = Some(at);
+                self.ensure(myself, key, spec);
+                self.event_at = None;
+            }
+            SupervisorMsg::Remove(key) => self.remove(&key),
+            SupervisorMsg::Reset(key) => self.reset(myself, &key),
+            SupervisorMsg::Forward(key, msg) => self.forward(myself, &key, msg),
+            SupervisorMsg::RestartDue { key, incarnation } => {
+                self.restart_due(myself, &key, incarnation)
+            }
+            SupervisorMsg::StartFailed {
+                key,
+                incarnation,
+                error,
+            } => self.failed(myself, &key, incarnation, error),
+            SupervisorMsg::Snapshot(reply) => {
+                // The caller may have timed out and gone; nothing to do then.
+                let _ = reply.send(self.snapshot());
+            }
+            SupervisorMsg::Idle {
+                key,
+                incarnation,
+                due,
+                keepsake,
+            } => self.idle(myself, &key, incarnation, due, keepsake),
+            SupervisorMsg::Wake => self.wake(myself),
+            SupervisorMsg::NudgeAll => self.nudge_all(myself),
+        }
+    }
+
+    /// A supervision event of the host; `true` when it was about one of this table's
+    /// children (a host may have several tables, and children of its own).
+    pub fn supervision<H: Host<F>>(&mut self, myself: &H, event: &SupervisionEvent) -> bool {
+        let (cell, error) = match event {
+            SupervisionEvent::ActorFailed(cell, err) => (cell, err.to_string()),
+            // Children we stop are forgotten before they terminate, so a termination we still
+            // track was not asked for: treat it as a failure.
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                let reason = reason.clone().unwrap_or_else(|| "no reason".to_owned());
+                (cell, format!("stopped unexpectedly: {reason}"))
+            }
+            _ => return false,
+        };
+        match self.child_of(cell.get_id()) {
+            Some((key, incarnation)) => {
+                self.failed(myself, &key, incarnation, error);
+                true
+            }
+            None => false,
         }
     }
 
     /// `Ensure`: spawn, or update the spec and nudge, or restart a failed child whose spec
     /// changed.
-    pub(super) fn ensure(&mut self, myself: &Myself<F>, key: ObjectKey, spec: F::Spec) {
+    pub fn ensure<H: Host<F>>(&mut self, myself: &H, key: ObjectKey, spec: F::Spec) {
         let Some(mut child) = self.children.remove(&key) else {
             let spec = watch::Sender::new(spec);
             let mut tracker = RestartTracker::default();
             let incarnation = self.next_incarnation();
-            let phase = self.start(myself, &key, &spec, &mut tracker, incarnation);
+            let phase = self.start(myself, &key, &spec, &mut tracker, incarnation, None);
             self.children.insert(
                 key,
                 Child {
@@ -91,6 +163,7 @@ impl<F: ChildFactory> SupervisorState<F> {
         });
         match &child.phase {
             Phase::Running(running) => self.nudge(&key, running),
+            Phase::Passive { .. } => self.activate(myself, &key, &mut child),
             Phase::BackingOff { .. } | Phase::CrashLooping { .. } if changed => {
                 tracing::info!(kind = self.factory.kind(), %key, "spec changed; restarting now");
                 child.tracker.reset();
@@ -101,8 +174,124 @@ impl<F: ChildFactory> SupervisorState<F> {
         self.children.insert(key, child);
     }
 
+    /// `Idle`: the incarnation converged with nothing due until `due`. Unless a nudge or
+    /// message is queued for it (then it is busy, not idle), it is stopped and kept as an entry:
+    /// its spec, its restart history (crash-loop accounting survives) and `due`, on the wheel.
+    pub fn idle<H: Host<F>>(
+        &mut self,
+        myself: &H,
+        key: &ObjectKey,
+        incarnation: u64,
+        due: Instant,
+        keepsake: Keepsake,
+    ) {
+        let Some(mut child) = self.children.remove(key) else {
+            return;
+        };
+        let idle = child.incarnation == incarnation
+            && matches!(&child.phase, Phase::Running(r) if !r.pending.is_set() && r.mailbox.queued() == 0);
+        if idle {
+            let old = take_phase(&mut child);
+            self.leave_phase(old, Some("passivated"));
+            child.phase = Phase::Passive {
+                due: Some(due),
+                keepsake: Some(keepsake),
+            };
+            self.metrics.passive.inc();
+            self.schedule(myself, key, due);
+            tracing::debug!(kind = self.factory.kind(), %key, "passivated");
+        }
+        self.children.insert(key.clone(), child);
+    }
+
+    /// `Wake`: starts every passive child whose pass is due, and arms the timer for the next.
+    pub fn wake<H: Host<F>>(&mut self, myself: &H) {
+        self.armed = None;
+        let now = self.config.clock.now();
+        while let Some((due, key)) = self.wheel.first().cloned() {
+            if due > now {
+                break;
+            }
+            self.wheel.pop_first();
+            let Some(mut child) = self.children.remove(&key) else {
+                continue;
+            };
+            if matches!(child.phase, Phase::Passive { due: Some(d), .. } if d == due) {
+                self.activate(myself, &key, &mut child);
+            }
+            self.children.insert(key, child);
+        }
+        self.arm(myself);
+    }
+
+    /// `NudgeAll`: every running child gets a nudge, every passive one starts.
+    pub fn nudge_all<H: Host<F>>(&mut self, myself: &H) {
+        let keys: Vec<ObjectKey> = self.children.keys().cloned().collect();
+        for key in keys {
+            let Some(mut child) = self.children.remove(&key) else {
+                continue;
+            };
+            match &child.phase {
+                Phase::Running(running) => self.nudge(&key, running),
+                Phase::Passive { .. } => self.activate(myself, &key, &mut child),
+                _ => {}
+            }
+            self.children.insert(key, child);
+        }
+    }
+
+    /// Children running now (not passive, not backing off or parked).
+    pub fn running(&self) -> usize {
+        self.children
+            .values()
+            .filter(|c| matches!(c.phase, Phase::Running(_)))
+            .count()
+    }
+
+    /// Starts a passive child: a new incarnation, not a restart (no failure happened, the
+    /// restart history is kept as it is).
+    fn activate<H: Host<F>>(&mut self, myself: &H, key: &ObjectKey, child: &mut Child<F>) {
+        let keepsake = match take_phase(child) {
+            Phase::Passive { keepsake, .. } => {
+                self.metrics.passive.dec();
+                keepsake
+            }
+            other => {
+                self.leave_phase(other, None);
+                None
+            }
+        };
+        child.incarnation = self.next_incarnation();
+        child.phase = self.start(
+            myself,
+            key,
+            &child.spec,
+            &mut child.tracker,
+            child.incarnation,
+            keepsake,
+        );
+    }
+
+    /// Puts `key` on the wheel at `due` and re-arms the one timer if `due` is the earliest.
+    fn schedule<H: Host<F>>(&mut self, myself: &H, key: &ObjectKey, due: Instant) {
+        self.wheel.insert((due, key.clone()));
+        if self.armed.as_ref().is_none_or(|(at, _)| due < *at) {
+            self.arm(myself);
+        }
+    }
+
+    fn arm<H: Host<F>>(&mut self, myself: &H) {
+        if let Some((_, timer)) = self.armed.take() {
+            timer.abort();
+        }
+        if let Some((due, _)) = self.wheel.first() {
+            let delay = due.saturating_duration_since(self.config.clock.now());
+            self.armed = Some((*due, myself.send_after(delay, SupervisorMsg::Wake)));
+        }
+    }
+
     /// `Remove`: stop the child and forget it.
-    pub(super) fn remove(&mut self, key: &ObjectKey) {
+    pub fn remove(&mut self, key: &ObjectKey) {
         let Some(child) = self.children.remove(key) else {
             return;
         };
@@ -111,7 +300,7 @@ impl<F: ChildFactory> SupervisorState<F> {
     }
 
     /// `Reset`: forget the history; start the child if it is not running.
-    pub(super) fn reset(&mut self, myself: &Myself<F>, key: &ObjectKey) {
+    pub fn reset<H: Host<F>>(&mut self, myself: &H, key: &ObjectKey) {
         let Some(mut child) = self.children.remove(key) else {
             return;
         };
@@ -122,12 +311,19 @@ impl<F: ChildFactory> SupervisorState<F> {
         self.children.insert(key.clone(), child);
     }
 
-    /// `Forward`: deliver to a running child, counted in the depth gauge.
-    pub(super) fn forward(&mut self, key: &ObjectKey, msg: ChildMsg<F>) {
+    /// `Forward`: deliver to a running child, counted in the depth gauge. A passive child is
+    /// started instead (its first message is a pass, which is what any message asks of it).
+    pub fn forward<H: Host<F>>(&mut self, myself: &H, key: &ObjectKey, msg: ChildMsg<F>) {
         match self.children.get(key).map(|c| &c.phase) {
             Some(Phase::Running(running)) => {
                 if send_counted(&running.actor, &running.mailbox, msg).is_err() {
                     tracing::debug!(kind = self.factory.kind(), %key, "child exiting; dropped");
+                }
+            }
+            Some(Phase::Passive { .. }) => {
+                if let Some(mut child) = self.children.remove(key) {
+                    self.activate(myself, key, &mut child);
+                    self.children.insert(key.clone(), child);
                 }
             }
             _ => tracing::debug!(kind = self.factory.kind(), %key, "no running child; dropped"),
@@ -135,7 +331,7 @@ impl<F: ChildFactory> SupervisorState<F> {
     }
 
     /// `RestartDue`: the backoff timer fired.
-    pub(super) fn restart_due(&mut self, myself: &Myself<F>, key: &ObjectKey, incarnation: u64) {
+    pub fn restart_due<H: Host<F>>(&mut self, myself: &H, key: &ObjectKey, incarnation: u64) {
         let Some(mut child) = self.children.remove(key) else {
             tracing::debug!(kind = self.factory.kind(), %key, "restart timer for a removed child");
             return;
@@ -150,9 +346,9 @@ impl<F: ChildFactory> SupervisorState<F> {
 
     /// A child incarnation failed: crashed, panicked, stopped on its own or failed to start.
     /// Reports about an older incarnation, or one already handled, are ignored.
-    pub(super) fn failed(
+    pub fn failed<H: Host<F>>(
         &mut self,
-        myself: &Myself<F>,
+        myself: &H,
         key: &ObjectKey,
         incarnation: u64,
         error: String,
@@ -180,11 +376,11 @@ impl<F: ChildFactory> SupervisorState<F> {
     }
 
     /// The key and incarnation of a supervised actor, if it is one we still care about.
-    pub(super) fn child_of(&self, id: ActorId) -> Option<(ObjectKey, u64)> {
+    pub fn child_of(&self, id: ActorId) -> Option<(ObjectKey, u64)> {
         self.by_actor.get(&id).cloned()
     }
 
-    pub(super) fn snapshot(&self) -> SupervisorSnapshot {
+    pub fn snapshot(&self) -> SupervisorSnapshot {
         let now = self.config.clock.now();
         SupervisorSnapshot {
             kind: self.factory.kind(),
@@ -198,25 +394,32 @@ impl<F: ChildFactory> SupervisorState<F> {
 
     /// Supervisor stopping: cancel timers and take every child out of the gauges. The
     /// children themselves are stopped by the caller (and killed by ractor if they linger).
-    pub(super) fn shut_down(&mut self) {
+    pub fn shut_down(&mut self) {
         for (_, child) in std::mem::take(&mut self.children) {
             self.leave_phase(child.phase, None);
         }
+        if let Some((_, timer)) = self.armed.take() {
+            timer.abort();
+        }
+        self.wheel.clear();
     }
 
     /// Start `child` again after a failure, a reset or a changed spec.
-    fn restart(&mut self, myself: &Myself<F>, key: &ObjectKey, child: &mut Child<F>) {
+    fn restart<H: Host<F>>(&mut self, myself: &H, key: &ObjectKey, child: &mut Child<F>) {
         let old = take_phase(child);
         self.leave_phase(old, Some("restarting"));
         child.restarts += 1;
         self.metrics.restarts.inc();
         child.incarnation = self.next_incarnation();
+        // A restart after a failure starts from nothing: what the failed incarnation knew
+        // may be what made it fail.
         child.phase = self.start(
             myself,
             key,
             &child.spec,
             &mut child.tracker,
             child.incarnation,
+            None,
         );
     }
 
@@ -225,26 +428,43 @@ impl<F: ChildFactory> SupervisorState<F> {
     /// `spawn_linked` would run the child's `pre_start` inside this handler, stalling every
     /// other child's supervision; the instant variant returns at once and a small task reports
     /// a failed `pre_start` back as `StartFailed` (ractor sends no supervision event for it).
-    fn start(
+    fn start<H: Host<F>>(
         &mut self,
-        myself: &Myself<F>,
+        myself: &H,
         key: &ObjectKey,
         spec: &watch::Sender<F::Spec>,
         tracker: &mut RestartTracker,
         incarnation: u64,
+        keepsake: Option<Keepsake>,
     ) -> Phase<F> {
         let started_at = self.config.clock.now();
         let mailbox = MailboxDepth::new(self.metrics.mailbox_depth.clone());
         let pending = PendingFlag::default();
+        let idle: IdleReport = {
+            let (host, key) = (myself.clone(), key.clone());
+            Arc::new(move |due, keepsake| {
+                let _ = host.send(SupervisorMsg::Idle {
+                    key: key.clone(),
+                    incarnation,
+                    due,
+                    keepsake,
+                });
+            })
+        };
         let ctx = ChildContext::new(
             key.clone(),
             incarnation,
             spec.subscribe(),
-            mailbox.clone(),
-            pending.clone(),
+            Links {
+                mailbox: mailbox.clone(),
+                pending: pending.clone(),
+                idle,
+                keepsake,
+                dispatch: self.metrics.dispatch.clone(),
+            },
         );
         let (actor, args) = self.factory.build(ctx);
-        match ActorRuntime::<F::Child>::spawn_linked_instant(None, actor, args, myself.get_cell()) {
+        match ActorRuntime::<F::Child>::spawn_linked_instant(None, actor, args, myself.cell()) {
             Ok((actor, startup)) => {
                 tracing::debug!(kind = self.factory.kind(), %key, incarnation, "child started");
                 self.by_actor
@@ -270,9 +490,9 @@ impl<F: ChildFactory> SupervisorState<F> {
     }
 
     /// Ask the policy, then arm a restart timer or park the child.
-    fn after_failure(
+    fn after_failure<H: Host<F>>(
         &mut self,
-        myself: &Myself<F>,
+        myself: &H,
         key: &ObjectKey,
         tracker: &mut RestartTracker,
         incarnation: u64,
@@ -290,13 +510,13 @@ impl<F: ChildFactory> SupervisorState<F> {
         match verdict {
             Verdict::Restart(delay) => {
                 tracing::warn!(kind, %key, incarnation, ?delay, %error, "child failed; restart scheduled");
-                let timer_key = key.clone();
-                let timer = myself
-                    .send_after(delay, move || SupervisorMsg::RestartDue {
-                        key: timer_key,
+                let timer = myself.send_after(
+                    delay,
+                    SupervisorMsg::RestartDue {
+                        key: key.clone(),
                         incarnation,
-                    })
-                    .abort_handle();
+                    },
+                );
                 Phase::BackingOff {
                     delay,
                     due: now + delay,
@@ -329,12 +549,18 @@ impl<F: ChildFactory> SupervisorState<F> {
             Phase::CrashLooping { .. } => {
                 self.metrics.crash_looping.dec();
             }
+            // Its wheel slot, if any, is skipped when it comes up (the phase no longer
+            // matches it).
+            Phase::Passive { .. } => {
+                self.metrics.passive.dec();
+            }
         }
     }
 
     /// Send one nudge unless one is already queued.
     fn nudge(&self, key: &ObjectKey, running: &Running<F>) {
-        if running.pending.mark()
+        let at = self.event_at.unwrap_or_else(Instant::now);
+        if running.pending.mark_at(at)
             && send_counted(&running.actor, &running.mailbox, self.factory.nudge()).is_err()
         {
             running.pending.clear();
@@ -360,9 +586,17 @@ fn take_phase<F: ChildFactory>(child: &mut Child<F>) -> Phase<F> {
     )
 }
 
+/// A host that fails skips its `post_stop` (ractor kills its children): the table still takes
+/// its children out of the gauges and cancels its timers.
+impl<F: ChildFactory> Drop for SupervisorState<F> {
+    fn drop(&mut self) {
+        self.shut_down();
+    }
+}
+
 /// Wait for a child's `pre_start` on a task of its own and report a failure as `StartFailed`.
-fn report_failed_start<F: ChildFactory>(
-    supervisor: Myself<F>,
+fn report_failed_start<F: ChildFactory, H: Host<F>>(
+    supervisor: H,
     key: ObjectKey,
     incarnation: u64,
     startup: JoinHandle<Result<JoinHandle<()>, SpawnErr>>,
@@ -374,7 +608,7 @@ fn report_failed_start<F: ChildFactory>(
             Err(e) => e.to_string(),
         };
         // An error here means the supervisor itself is gone: nothing left to restart.
-        let _ = supervisor.send_message(SupervisorMsg::StartFailed {
+        let _ = supervisor.send(SupervisorMsg::StartFailed {
             key,
             incarnation,
             error,

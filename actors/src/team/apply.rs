@@ -11,24 +11,17 @@ use kube::ResourceExt;
 use terdut_crds::v1alpha1::TerdutTeam;
 use tracing::{info, warn};
 
-use super::TeamMemory;
-use super::finalize::FINALIZER;
 use super::observe::{self, Observed, Reachable};
 use super::plan::{self, Call, Desired};
-use super::status::{ADOPT_ANNOTATION, Outcome};
+use super::status::Outcome;
+use super::{ADOPT_ANNOTATION, Applied, FINALIZER, TeamMemory};
 use crate::api::{ApiError, Id, Team, TeamCreate, TerdutClient};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
+use crate::kind::Kind;
 use crate::pipeline::Pass;
 use crate::write::{events, finalizer};
-
-/// How a pass ended and the team's id as it now knows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Applied {
-    pub outcome: Outcome,
-    pub team_id: Option<Id>,
-}
 
 /// Carries out `calls` (the plan of `observed`). `Err` only for a failed Kubernetes write
 /// (the finalizer); everything the server answers is an [`Outcome`].
@@ -88,7 +81,7 @@ pub async fn apply(
             Ok(()) => {
                 info!(team = %key, call = %describe(&call), drift, "applied");
                 if drift {
-                    ctx.metrics.drift_corrected("team");
+                    ctx.metrics.drift_corrected(Kind::Team.label());
                 }
                 if let Some(ev) = event_for(&call, drift) {
                     events::normal(ctx, team, ev.reason, ev.action, ev.note).await;
@@ -154,7 +147,7 @@ async fn found_or_created(
     match created {
         TeamCreate::Created(t) => {
             if drift {
-                ctx.metrics.drift_corrected("team");
+                ctx.metrics.drift_corrected(Kind::Team.label());
             }
             match earlier.lost {
                 Some(old) => {
@@ -271,7 +264,7 @@ async fn execute(client: &TerdutClient, call: &Call) -> Result<(), ApiError> {
         Call::UpdateSwitch { team, switch, spec } => {
             client.update_switch(*team, *switch, spec).await.map(done)
         }
-        // A switch already gone is what the call wanted (DESIGN §5: 404 is success).
+        // A switch already gone is what the call wanted (docs/design.md §5: 404 is success).
         Call::DeleteSwitch { team, switch, .. } => {
             client.delete_switch(*team, *switch).await.map(done)
         }

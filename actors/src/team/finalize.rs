@@ -1,5 +1,5 @@
-//! A TerdutTeam being deleted (DESIGN §5 "Finalizers", §4.6 last bullet): DELETE the team on
-//! the server, then release the finalizer.
+//! A TerdutTeam being deleted (docs/design.md §5 "Finalizers", §4.6 last bullet): DELETE the team
+//! on the server, then release the finalizer.
 //!
 //! - 404 is success; 409 open incidents keeps the finalizer, publishes a Warning and retries
 //!   with backoff, as does any other failure: the finalizer is never removed early.
@@ -7,10 +7,11 @@
 //!   may clean up after itself".
 //! - **A TerdutServer that no longer exists** (absent from the cache and confirmed by a live
 //!   GET) releases the finalizer at once with a Warning Event. Deleting a TerdutServer takes its
-//!   Deployment, Service and key with it, and the operator never touches its database (DESIGN
-//!   §1, §8): there is no API left to call and nothing the operator could ever clean up later,
-//!   so waiting would only leave the TerdutTeam stuck forever (grafana-operator #79, #2079). A
-//!   TerdutServer that exists but does not answer keeps the finalizer and is retried.
+//!   Deployment, Service and key with it, and the operator never touches its database
+//!   (docs/design.md §1, §8): there is no API left to call and nothing the operator could ever
+//!   clean up later, so waiting would only leave the TerdutTeam stuck forever (as
+//!   grafana-operator's users met with its finalizers). A TerdutServer that exists but does not
+//!   answer keeps the finalizer and is retried.
 //! - **Paused** teams are deleted all the same (docs/configuration.md: "deletion still cleans
 //!   up"): the pause stops the operator from changing a team that exists, but a deleted
 //!   TerdutTeam that waited for an annotation on an object being deleted would be stuck for
@@ -33,10 +34,10 @@ use kube::api::Api;
 use terdut_crds::v1alpha1::{TerdutServer, TerdutTeam};
 use tracing::info;
 
-use super::TeamMemory;
 use super::observe::{access, server_cached};
 use super::plan::external_id;
 use super::status::{DesiredStatus, Outcome, StatusInputs, desired_status};
+use super::{FINALIZER, TeamMemory};
 use crate::api::{ApiError, Deletion, Id, TerdutClient};
 use crate::consent::Consent;
 use crate::context::Ctx;
@@ -45,10 +46,6 @@ use crate::key::ObjectKey;
 use crate::pipeline::{Finalized, Next, Pass};
 use crate::server::observe::team_server_key;
 use crate::write::{events, finalizer};
-
-/// The finalizer of every TerdutTeam the operator created a team for: added before the first
-/// call that can create it, released once it is deleted there (or provably cannot exist).
-pub const FINALIZER: &str = "terdut.ryuvia.com/team-cleanup";
 
 /// Waiting with backoff, status as it is.
 fn wait() -> Finalized<DesiredStatus> {

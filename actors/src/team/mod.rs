@@ -23,6 +23,21 @@ use crate::error::ReconcileError;
 use crate::kind::Kind;
 use crate::pipeline::{Finalized, Pass, Pipeline, Verdict};
 
+/// The finalizer of every TerdutTeam the operator created a team for: added before the first
+/// call that can create it, released once it is deleted there (or provably cannot exist).
+pub const FINALIZER: &str = "terdut.ryuvia.com/team-cleanup";
+
+/// Taking over a team that exists on the server with this object's `external_id` but that
+/// this object never made needs this annotation naming its id (ADR 0007).
+pub const ADOPT_ANNOTATION: &str = "terdut.ryuvia.com/adopt";
+
+/// How a pass ended and the team's id as it now knows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    pub outcome: status::Outcome,
+    pub team_id: Option<Id>,
+}
+
 /// What the pipeline keeps for one TerdutTeam between passes.
 #[derive(Clone, Debug, Default)]
 pub struct TeamMemory {
@@ -43,7 +58,7 @@ impl Pipeline for Team {
     type Memory = TeamMemory;
     type Observed = observe::Observed;
     type Plan = Vec<plan::Call>;
-    type Applied = apply::Applied;
+    type Applied = Applied;
     type Desired = status::DesiredStatus;
 
     const KIND: Kind = Kind::Team;
@@ -71,11 +86,11 @@ impl Pipeline for Team {
         observed: observe::Observed,
         calls: Vec<plan::Call>,
         memory: &'a mut TeamMemory,
-    ) -> Result<apply::Applied, ReconcileError> {
+    ) -> Result<Applied, ReconcileError> {
         apply::apply(pass, team, observed, calls, memory).await
     }
 
-    fn status(team: &TerdutTeam, applied: &apply::Applied) -> Verdict<status::DesiredStatus> {
+    fn status(team: &TerdutTeam, applied: &Applied) -> Verdict<status::DesiredStatus> {
         status::verdict(team, applied)
     }
 

@@ -18,9 +18,9 @@ use std::sync::Arc;
 use kube::runtime::reflector::ObjectRef;
 use terdut_crds::v1alpha1::TerdutTeam;
 
-use super::TeamMemory;
 use super::plan::{Desired, Observed as ServerState, desired};
 use super::status::{Outcome, converged};
+use super::{FINALIZER, TeamMemory};
 use crate::api::{ApiError, Id, Team, TerdutClient};
 use crate::consent::Consent;
 use crate::context::Ctx;
@@ -30,8 +30,6 @@ use crate::pipeline::Pass;
 use crate::server::observe::team_server_key;
 use crate::tree::Credentials;
 use crate::write::finalizer;
-
-use super::finalize::FINALIZER;
 
 /// What observing found.
 #[derive(Debug)]
@@ -67,7 +65,6 @@ pub async fn observe(
     team: &TerdutTeam,
     memory: &TeamMemory,
 ) -> Result<Observed, ReconcileError> {
-    let ctx = pass.ctx;
     let key = ObjectKey::of(team);
     let server = team_server_key(team);
     let status = team.status.as_ref();
@@ -95,12 +92,8 @@ pub async fn observe(
     // The team this actor itself last converged is gone: the server lost its data (a restored
     // backup, a reset database), so every team and source of it must look now, not at their
     // resyncs. Only an id the actor remembers counts: a status is the tenant's to write.
-    if known.is_none()
-        && team_id.is_some()
-        && team_id == memory.team_id
-        && let Some(hooks) = ctx.on_server.get()
-    {
-        hooks.data_lost(&server);
+    if known.is_none() && team_id.is_some() && team_id == memory.team_id {
+        pass.parent.data_lost(&server);
     }
     Ok(Observed::Reachable(Box::new(Reachable {
         client,

@@ -1,4 +1,4 @@
-//! What one TerdutTeam pass does on its server, decided without IO (DESIGN §4.2, §5).
+//! What one TerdutTeam pass does on its server, decided without IO (docs/design.md §4.2, §5).
 //!
 //! Two pure functions:
 //! - [`desired`]: the spec converted to wire types (durations through
@@ -27,7 +27,7 @@ use terdut_crds::v1alpha1::team::TargetKind;
 use crate::api::{Id, Ladder, Level, OidcGroups, Switch, SwitchSpec, Target, Team};
 use crate::key::ObjectKey;
 
-/// The team's identity on the server: `<namespace>/<name>` of its CR (DESIGN §2).
+/// The team's identity on the server: `<namespace>/<name>` of its CR (docs/design.md §2).
 pub fn external_id(key: &ObjectKey) -> String {
     format!("{}/{}", key.namespace, key.name)
 }
@@ -197,7 +197,7 @@ fn seconds(field: &str, d: &terdut_crds::GoDuration) -> Result<u64, InvalidSpec>
     }
 }
 
-/// Step one of DESIGN §4.2, the only call possible while no team is known: the idempotent
+/// Step one of docs/design.md §4.2, the only call possible while no team is known: the idempotent
 /// POST, answered with the team it created or the one this `external_id` already names.
 pub fn create_or_find(desired: &Desired) -> Call {
     Call::CreateTeam {
@@ -206,7 +206,7 @@ pub fn create_or_find(desired: &Desired) -> Call {
     }
 }
 
-/// The calls that make the server hold `desired`, in DESIGN §4.2's order.
+/// The calls that make the server hold `desired`, in docs/design.md §4.2's order.
 ///
 /// `observed: None` (no team known): exactly `[CreateTeam]`, since nothing else can be decided
 /// before the server answers with the team's id and state. Otherwise only what differs; the

@@ -1,4 +1,4 @@
-//! The TerdutTeam's status, decided without IO (DESIGN §4.2, §7).
+//! The TerdutTeam's status, decided without IO (docs/design.md §4.2, §7).
 //!
 //! [`desired_status`] turns a pass's [`Outcome`] into the `Ready` condition, `teamID` and
 //! `observedGeneration`; [`status_patch`] makes a merge patch of it only when something a user
@@ -20,6 +20,7 @@ use terdut_crds::v1alpha1::TerdutTeamStatus;
 use terdut_crds::v1alpha1::conditions::{self, DesiredCondition, set_condition};
 use terdut_crds::v1alpha1::team::reasons;
 
+use super::ADOPT_ANNOTATION;
 use crate::key::ObjectKey;
 
 /// The annotation that pauses one team; only the value `"true"` pauses.
@@ -28,9 +29,6 @@ pub const PAUSE_ANNOTATION: &str = "terdut.ryuvia.com/paused";
 pub const PAUSED: &str = "Paused";
 /// Reason of the [`PAUSED`] condition.
 pub const PAUSED_BY_ANNOTATION: &str = "PausedByAnnotation";
-/// Opt-in to take over an existing team found by `external_id` (ADR 0007): its value must be
-/// that team's id, so the choice is about one team, made knowingly.
-pub const ADOPT_ANNOTATION: &str = "terdut.ryuvia.com/adopt";
 
 /// Whether `annotations` pause reconciliation.
 pub fn is_paused(annotations: &std::collections::BTreeMap<String, String>) -> bool {
@@ -38,14 +36,14 @@ pub fn is_paused(annotations: &std::collections::BTreeMap<String, String>) -> bo
 }
 
 /// How a pass ended, as far as `Ready` is concerned. Each non-Ready variant is a reason of
-/// DESIGN §4.2, documented in docs/runbook.md.
+/// docs/design.md §4.2, documented in docs/runbook.md.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// The server holds what the spec says.
     Ready,
     /// `spec.serverRef` names no TerdutServer.
     ServerRefNotFound,
-    /// Cross-namespace consent refused (DESIGN §4.6); the server actor's message.
+    /// Cross-namespace consent refused (docs/design.md §4.6); the server actor's message.
     RefNotPermitted(String),
     /// The server (its actor, its key or its API) is not usable yet; why.
     WaitingForServer(String),
@@ -229,7 +227,7 @@ pub fn status_patch(
 /// unknown user, another refusal).
 pub fn verdict(
     team: &terdut_crds::v1alpha1::TerdutTeam,
-    applied: &super::apply::Applied,
+    applied: &super::Applied,
 ) -> crate::pipeline::Verdict<DesiredStatus> {
     use crate::pipeline::{Announce, Next, Verdict};
     use crate::runtime::events::EventType;

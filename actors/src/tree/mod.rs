@@ -9,7 +9,12 @@
 //! a server actor answers from its state at once, because its own passes run on a worker
 //! task, never inside its message loop.
 
+pub mod children;
+pub mod holding;
+pub mod messages;
 pub mod parent;
 pub mod server;
+pub mod writer;
 
+pub use messages::{ChildrenMsg, ServerMsg};
 pub use parent::{Credentials, Parent};

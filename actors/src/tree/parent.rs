@@ -6,10 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use kube::runtime::reflector::ObjectRef;
-use ractor::ActorRef;
 
-use super::server::ServerMsg;
 use crate::api::TerdutClient;
 use crate::consent::{Consent, decide};
 use crate::context::Ctx;
@@ -24,16 +23,31 @@ pub enum Credentials {
     NotReady(String),
 }
 
+/// What a child may ask of its server's actor (implemented for the actor's reference in
+/// `tree/messages.rs`; a trait here so that the children, which the server actor's messages
+/// carry, need not name those messages). `None`: no answer within [`CALL_TIMEOUT`].
+pub trait AskServer: Send + Sync + std::fmt::Debug {
+    fn credentials(&self) -> BoxFuture<'_, Option<Credentials>>;
+    fn consent(&self, namespace: String) -> BoxFuture<'_, Option<Consent>>;
+    /// Fire and forget: the child found its server's data lost (docs/design.md §5).
+    fn data_lost(&self);
+}
+
+/// Finds the actor of a TerdutServer (the registry of running server actors).
+pub trait FindServer: Send + Sync + std::fmt::Debug {
+    fn find(&self, server: &ObjectKey) -> Option<Arc<dyn AskServer>>;
+}
+
 /// Who a pass asks.
 #[derive(Clone, Debug)]
 pub enum Parent {
     /// The actor of the object's TerdutServer, hosting it.
-    Server(ActorRef<ServerMsg>),
+    Server(Arc<dyn AskServer>),
     /// No server accepts the object yet: the answers say why, from the caches.
     Holding,
     /// Not in the tree (the benchmark's Controller baselines): the server's actor is looked
     /// up in the registry and asked the same way.
-    Lookup,
+    Lookup(Arc<dyn FindServer>),
 }
 
 /// How long a question to a server actor may take. It answers from its state at once; only
@@ -41,11 +55,11 @@ pub enum Parent {
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Parent {
-    fn actor(&self, ctx: &Ctx, server: &ObjectKey) -> Option<ActorRef<ServerMsg>> {
+    fn actor(&self, server: &ObjectKey) -> Option<Arc<dyn AskServer>> {
         match self {
             Self::Server(actor) => Some(actor.clone()),
             Self::Holding => None,
-            Self::Lookup => ctx.servers.get(server).map(|a| a.clone()),
+            Self::Lookup(registry) => registry.find(server),
         }
     }
 
@@ -54,39 +68,44 @@ impl Parent {
         if matches!(self, Self::Holding) {
             return Credentials::NotReady(absent_or_refusing(ctx, server));
         }
-        let Some(actor) = self.actor(ctx, server) else {
+        let Some(actor) = self.actor(server) else {
             return Credentials::NotReady(format!(
                 "the operator has not started reconciling TerdutServer {server} yet"
             ));
         };
-        match actor.call(ServerMsg::Credentials, Some(CALL_TIMEOUT)).await {
-            Ok(ractor::rpc::CallResult::Success(c)) => c,
-            _ => Credentials::NotReady(format!(
+        let asked = std::time::Instant::now();
+        let answer = actor.credentials().await;
+        ctx.metrics.parent_call("credentials", asked.elapsed());
+        answer.unwrap_or_else(|| {
+            Credentials::NotReady(format!(
                 "TerdutServer {server}'s actor did not answer for credentials: it is restarting"
-            )),
+            ))
+        })
+    }
+
+    /// A pass found a team or integration it had recorded gone from `server`: its data was
+    /// lost, and every child of it must look now (docs/design.md §5).
+    pub fn data_lost(&self, server: &ObjectKey) {
+        if let Some(actor) = self.actor(server) {
+            actor.data_lost();
         }
     }
 
     /// Whether `server` accepts objects of `namespace` (docs/design.md §4.6).
     pub async fn consent(&self, ctx: &Ctx, server: &ObjectKey, namespace: &str) -> Consent {
-        let Some(actor) = self.actor(ctx, server) else {
+        let Some(actor) = self.actor(server) else {
             // No actor to ask: the same function over the caches it would answer with.
             return consent_from_caches(ctx, server, namespace);
         };
-        let namespace = namespace.to_owned();
-        match actor
-            .call(
-                |reply| ServerMsg::Consent { namespace, reply },
-                Some(CALL_TIMEOUT),
-            )
-            .await
-        {
-            Ok(ractor::rpc::CallResult::Success(c)) => c,
-            _ => Consent::Refused(format!(
+        let asked = std::time::Instant::now();
+        let answer = actor.consent(namespace.to_owned()).await;
+        ctx.metrics.parent_call("consent", asked.elapsed());
+        answer.unwrap_or_else(|| {
+            Consent::Refused(format!(
                 "TerdutServer {server}'s actor did not answer the consent question: it is \
                  restarting"
-            )),
-        }
+            ))
+        })
     }
 }
 

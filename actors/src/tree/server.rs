@@ -1,11 +1,17 @@
 //! The actor of one TerdutServer (docs/design.md §4.1, §6, §7): it owns the server's operator
-//! key, Deployment and API client, and answers its children's questions (credentials,
+//! key, Deployment and API client, supervises the actors of the TerdutTeams and
+//! TerdutAlertSources it accepts (ADR 0008), and answers their questions (credentials,
 //! consent) from its state, at once.
 //!
 //! Its own passes never run inside its message loop: a `Reconcile` hands the pass (and the
 //! pipeline's memory) to a worker task, which reports back with `PassDone`; a nudge that
 //! arrives meanwhile is remembered and runs when that pass is done. So a child's question
-//! waits behind other questions only, never behind the server's Kubernetes or terdut IO.
+//! waits behind other messages only, never behind the server's Kubernetes or terdut IO.
+//!
+//! Crash semantics: when the actor fails, ractor stops its children with it; the root
+//! restarts it with backoff, and the new incarnation adopts its children from the routing
+//! index, so each of them is restarted once, with a fresh restart history. A child's own
+//! failure is handled by its table here and touches no sibling.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -13,53 +19,26 @@ use std::time::Duration;
 
 use futures::FutureExt as _;
 use kube::runtime::reflector::ObjectRef;
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use terdut_crds::v1alpha1::TerdutServer;
 use tokio::task::JoinHandle;
-use tracing::debug;
+use tokio::time::Instant;
+use tracing::{debug, info};
 
+use super::children::{ChildSetup, Children};
+use super::messages::{ChildrenMsg, ServerMsg};
 use super::parent::{Credentials, Parent, consent_from_caches};
-use crate::consent::Consent;
-use crate::context::Ctx;
+use super::writer::{HostRef, Registry, Writer};
 use crate::key::ObjectKey;
+use crate::kind::Kind;
 use crate::pipeline::{Driver, Memory};
+use crate::routing::Host;
 use crate::server::{Server, test_fault};
 use crate::supervisor::{ChildContext, ChildFactory, ChildMsg};
 
-/// Messages a server actor handles.
-pub enum ServerMsg {
-    /// Reconcile now (the supervisor's coalesced nudge).
-    Reconcile,
-    /// The periodic resync or a retry timer fired.
-    Resync,
-    /// The worker's pass is done: the pipeline's memory back, and when the next is due.
-    PassDone {
-        memory: Box<Memory<Server>>,
-        next: Duration,
-    },
-    /// The worker's pass panicked: the actor fails, and its supervisor restarts it.
-    PassPanicked(String),
-    /// A child asks for the API client of this server.
-    Credentials(RpcReplyPort<Credentials>),
-    /// A child in `namespace` asks whether it may attach (docs/design.md §4.6).
-    Consent {
-        namespace: String,
-        reply: RpcReplyPort<Consent>,
-    },
-}
-
-impl std::fmt::Debug for ServerMsg {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Reconcile => f.write_str("Reconcile"),
-            Self::Resync => f.write_str("Resync"),
-            Self::PassDone { next, .. } => write!(f, "PassDone({next:?})"),
-            Self::PassPanicked(_) => f.write_str("PassPanicked"),
-            Self::Credentials(_) => f.write_str("Credentials"),
-            Self::Consent { namespace, .. } => write!(f, "Consent({namespace})"),
-        }
-    }
-}
+/// At most one data-lost fan-out per server in this long: every child that passes finds the
+/// same loss, and 10,000 teams each nudging 10,000 would be 10^8 messages.
+const DATA_LOST_QUIET: Duration = Duration::from_secs(10);
 
 /// The desired state the supervisor hands the actor. Equal when the object did not change in
 /// a way that should reset a crash-looping actor: uid, generation and annotations (its own
@@ -74,10 +53,14 @@ impl PartialEq for ServerSpec {
     }
 }
 
-/// Builds server actors for the keyed supervisor.
+/// Builds server actors for the root supervisor.
 #[derive(Clone, Debug)]
 pub struct ServerFactory {
-    pub ctx: Ctx,
+    /// What the actor's children tables share (the context among it).
+    pub setup: ChildSetup,
+    /// Where the actor asks for its children when it starts.
+    pub writer: Writer,
+    pub registry: Registry,
 }
 
 impl ChildFactory for ServerFactory {
@@ -85,13 +68,14 @@ impl ChildFactory for ServerFactory {
     type Spec = ServerSpec;
 
     fn kind(&self) -> &'static str {
-        "server"
+        Kind::Server.label()
     }
 
     fn build(&self, child: ChildContext<ServerSpec>) -> (ServerActor, ChildContext<ServerSpec>) {
         (
             ServerActor {
-                driver: Driver::new(self.ctx.clone(), Server),
+                driver: Driver::new(self.setup.ctx.clone(), Server),
+                factory: self.clone(),
             },
             child,
         )
@@ -102,9 +86,9 @@ impl ChildFactory for ServerFactory {
     }
 
     fn on_crash_loop(&self, key: &ObjectKey, last_error: &str) {
-        let (ctx, key, err) = (self.ctx.clone(), key.clone(), last_error.to_owned());
+        let (ctx, key, err) = (self.setup.ctx.clone(), key.clone(), last_error.to_owned());
         tokio::spawn(async move {
-            crate::crash_loop::report::<TerdutServer>(&ctx, "server", &key, &err).await
+            crate::crash_loop::report::<TerdutServer>(&ctx, Kind::Server.label(), &key, &err).await
         });
     }
 }
@@ -121,6 +105,25 @@ pub struct ServerState {
     /// What the children get when they ask, and its fingerprint.
     credentials: Credentials,
     published: Option<String>,
+    /// The team and alert-source actors this server accepts.
+    children: Children<ServerMsg>,
+    /// When the last data-lost fan-out ran.
+    data_lost_at: Option<Instant>,
+}
+
+/// A failed incarnation skips `post_stop`: its worker and timer must not outlive it.
+impl Drop for ServerState {
+    fn drop(&mut self) {
+        for t in [
+            self.timer.take().map(|t| t.abort_handle()),
+            self.worker.take().map(|w| w.abort_handle()),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            t.abort();
+        }
+    }
 }
 
 impl std::fmt::Debug for ServerState {
@@ -135,6 +138,7 @@ impl std::fmt::Debug for ServerState {
 #[derive(Debug)]
 pub struct ServerActor {
     driver: Driver<Server>,
+    factory: ServerFactory,
 }
 
 impl Actor for ServerActor {
@@ -147,8 +151,16 @@ impl Actor for ServerActor {
         myself: ActorRef<ServerMsg>,
         child: ChildContext<ServerSpec>,
     ) -> Result<ServerState, ActorProcessingErr> {
-        self.driver.ctx.servers.insert(child.key().clone(), myself);
         let key = child.key().clone();
+        self.factory.registry.insert(key.clone(), myself.clone());
+        self.factory
+            .writer
+            .adopt(Host::Server(key.clone()), HostRef::Server(myself.clone()));
+        let children = Children::new(
+            &self.factory.setup,
+            myself.clone(),
+            Parent::Server(Arc::new(myself)),
+        );
         Ok(ServerState {
             child,
             memory: Some(Box::default()),
@@ -160,6 +172,8 @@ impl Actor for ServerActor {
                 "TerdutServer {key} has no operator key yet"
             )),
             published: None,
+            children,
+            data_lost_at: None,
         })
     }
 
@@ -168,18 +182,15 @@ impl Actor for ServerActor {
         myself: ActorRef<ServerMsg>,
         state: &mut ServerState,
     ) -> Result<(), ActorProcessingErr> {
-        for t in [
-            state.timer.take().map(|t| t.abort_handle()),
-            state.worker.take().map(|w| w.abort_handle()),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            t.abort();
-        }
-        self.driver
-            .ctx
-            .servers
+        state.children.shut_down();
+        myself
+            .stop_children_and_wait(
+                Some("server actor stopping".to_owned()),
+                Some(self.factory.setup.config.shutdown_timeout),
+            )
+            .await;
+        self.factory
+            .registry
             .remove_if(state.child.key(), |_, r| r.get_id() == myself.get_id());
         Ok(())
     }
@@ -227,7 +238,30 @@ impl Actor for ServerActor {
                     &namespace,
                 ));
             }
+            ServerMsg::DataLost => {
+                let now = Instant::now();
+                if state
+                    .data_lost_at
+                    .is_none_or(|at| now.saturating_duration_since(at) >= DATA_LOST_QUIET)
+                {
+                    state.data_lost_at = Some(now);
+                    info!(server = %state.child.key(), "a recorded team or integration is gone from the server; every team and alert source of it looks again");
+                    state.children.handle(ChildrenMsg::NudgeAll);
+                }
+            }
+            ServerMsg::Children(msg) => state.children.handle(msg),
         }
+        Ok(())
+    }
+
+    /// Overridden because the default stops the actor when any child exits.
+    async fn handle_supervisor_evt(
+        &self,
+        _myself: ActorRef<ServerMsg>,
+        event: SupervisionEvent,
+        state: &mut ServerState,
+    ) -> Result<(), ActorProcessingErr> {
+        state.children.supervision(&event);
         Ok(())
     }
 }
@@ -281,9 +315,7 @@ impl ServerActor {
         if state.published.as_ref() != Some(&published.fingerprint) {
             debug!(server = %state.child.key(), "published new credentials");
             state.published = Some(published.fingerprint.clone());
-            if let Some(hooks) = self.driver.ctx.on_server.get() {
-                hooks.credentials_changed(state.child.key());
-            }
+            state.children.handle(ChildrenMsg::NudgeAll);
         }
     }
 }

@@ -10,8 +10,6 @@ use std::time::Duration;
 
 use terdut_actors::clock::SystemClock;
 use terdut_actors::context::{Ctx, OperatorConfig};
-use terdut_actors::object_actor::SourceFactory;
-use terdut_actors::object_actor::TeamFactory;
 use terdut_actors::operator::{self, Metrics, StartOptions};
 use terdut_actors::supervisor::{Jitter, RestartPolicy, SupervisorMsg};
 use terdut_actors::tree::server::ServerFactory;
@@ -20,9 +18,10 @@ use terdut_testenv::ControlPlane;
 /// The operator of this test binary.
 pub struct TestOperator {
     pub ctx: Ctx,
+    /// The root supervisor of the server actors.
     pub servers: ractor::ActorRef<SupervisorMsg<ServerFactory>>,
-    pub sources: ractor::ActorRef<SupervisorMsg<SourceFactory>>,
-    pub teams: ractor::ActorRef<SupervisorMsg<TeamFactory>>,
+    /// The whole tree: where each team and source actor lives, and what its host knows.
+    pub tree: terdut_actors::operator::Tree,
     pub registry: Arc<prometheus_client::registry::Registry>,
 }
 
@@ -79,6 +78,9 @@ pub async fn operator() -> &'static TestOperator {
                         // Small, so every test also runs with passes queueing for a slot
                         // (a pass waiting on another pass's slot would hang a test).
                         max_concurrent_passes: 2,
+                        // Short, so every test also runs with actors passivated between its
+                        // steps and brought back by events and deadlines.
+                        passivate_after: Some(Duration::from_secs(3)),
                     },
                     restart_policy: test_policy(),
                     clock: Arc::new(SystemClock),
@@ -88,9 +90,8 @@ pub async fn operator() -> &'static TestOperator {
                 running.wait_synced().await;
                 let _ = tx.send(TestOperator {
                     ctx: running.ctx.clone(),
-                    servers: running.servers.clone(),
-                    sources: running.sources.clone(),
-                    teams: running.teams.clone(),
+                    servers: running.tree.servers.clone(),
+                    tree: running.tree.clone(),
                     registry: Arc::new(registry),
                 });
                 std::future::pending::<()>().await;
@@ -152,7 +153,7 @@ pub fn test_server(name: &str, port: i32) -> terdut_crds::v1alpha1::TerdutServer
 
 /// Creates `test_server(name, port)` in `ns`, waits for its operator key Secret, and starts
 /// the stand-in terdut-server on `127.0.0.1:<port>` seeded with that key, as the real server
-/// seeds its operator account from `TERDUT_OPERATOR_KEY` (DESIGN §6). The stand-in lives as
+/// seeds its operator account from `TERDUT_OPERATOR_KEY` (docs/design.md §6). The stand-in lives as
 /// long as the returned handle's runtime (the calling test).
 pub async fn server_with_standin(
     client: &kube::Client,
@@ -196,7 +197,7 @@ pub async fn standin_for(
 }
 
 /// The CRD of the Zalando postgres-operator's `postgresql` kind (schema-less), for the
-/// `database.postgresClusterRef` path (DESIGN §8).
+/// `database.postgresClusterRef` path (docs/design.md §8).
 pub fn zalando_crd()
 -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
     serde_json::from_value(serde_json::json!({

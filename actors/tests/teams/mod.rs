@@ -12,8 +12,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use terdut_actors::api::{ClientConfig, OperatorKey, TerdutClient};
 use terdut_actors::key::ObjectKey;
-use terdut_actors::object_actor::TeamMsg;
-use terdut_actors::supervisor::SupervisorMsg;
+use terdut_actors::routing::ChildKind;
 use terdut_crds::v1alpha1::TerdutTeam;
 use terdut_crds::v1alpha1::conditions::{self, READY};
 use terdut_standin::admin::types::AdminTeam;
@@ -41,7 +40,7 @@ pub fn team(
     .unwrap()
 }
 
-/// The spec of the design's example (DESIGN §4.2), with `alice` on the ladder.
+/// The spec of the design's example (docs/design.md §4.2), with `alice` on the ladder.
 pub fn full_spec() -> serde_json::Value {
     json!({
         "oidc": {"memberGroup": "platform-members", "ownerGroup": "platform-owners"},
@@ -145,14 +144,16 @@ pub async fn wait_event(client: &kube::Client, ns: &str, name: &str, reason: &st
     .await
 }
 
-/// Makes the team's actor run a pass now (as its resync timer would).
-pub fn resync(op: &TestOperator, ns: &str, name: &str) {
-    op.teams
-        .cast(SupervisorMsg::Forward(
-            ObjectKey::new(ns, name),
-            TeamMsg::Resync,
-        ))
-        .unwrap();
+/// Makes the team's actor run a pass now (as its resync timer would), under whichever host
+/// it lives.
+pub async fn resync(op: &TestOperator, ns: &str, name: &str) {
+    let key = ObjectKey::new(ns, name);
+    let host = op
+        .tree
+        .host_of(ChildKind::Team, &key)
+        .await
+        .expect("the team is known to the operator");
+    host.resync(ChildKind::Team, key);
 }
 
 /// A client of the stand-in with the operator's key: changes made with it are changes "behind

@@ -94,7 +94,7 @@ controls, when it rotates the key.
 {{- end -}}
 
 {{/*
-The namespaces the operator watches with rbac.namespaced (DESIGN §9, §13): watchNamespaces plus
+The namespaces the operator watches with rbac.namespaced (docs/design.md §9, §13): watchNamespaces plus
 the release namespace (where terdutServer.enabled puts its TerdutServer), comma-separated.
 Fails the render when the list is empty: a namespaced operator that watches nothing is a mistake.
 */}}

@@ -1,5 +1,5 @@
 //! `TerdutAlertSource`: one alert-ingest integration on a team, owning its webhook Secret
-//! (DESIGN §4.5).
+//! (docs/design.md §4.5).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
@@ -23,7 +23,7 @@ use super::common::LocalObjectRef;
     shortname = "tdas",
     category = "terdut",
     derive = "PartialEq",
-    doc = "One alert-ingest integration on a TerdutTeam; its webhook URL and key live in an owned Secret (DESIGN §4.5).",
+    doc = "One alert-ingest integration on a TerdutTeam; its webhook URL and key live in an owned Secret (docs/design.md §4.5).",
     printcolumn(name = "Team", type_ = "string", json_path = ".spec.teamRef.name"),
     printcolumn(name = "Kind", type_ = "string", json_path = ".spec.kind"),
     printcolumn(
@@ -52,7 +52,7 @@ pub struct TerdutAlertSourceSpec {
     /// The TerdutTeam (same namespace). Immutable.
     pub team_ref: TeamRef,
     /// What sends the alerts. Changing it deletes and recreates the integration, which
-    /// rotates the webhook key (DESIGN §5).
+    /// rotates the webhook key (docs/design.md §5).
     pub kind: AlertSourceKind,
     /// The integration's display name on the server.
     #[schemars(length(min = 1, max = 128))]

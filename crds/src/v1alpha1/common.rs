@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A key in a Secret of the referring object's own namespace (a pod can only mount Secrets of
-/// its own namespace, DESIGN §2).
+/// its own namespace, docs/design.md §2).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SecretKeyRef {
     /// Name of the Secret.

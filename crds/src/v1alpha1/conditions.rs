@@ -1,4 +1,5 @@
-//! Pure helpers over `metav1.Condition` lists (DESIGN §7: every kind has a `Ready` condition).
+//! Pure helpers over `metav1.Condition` lists (docs/design.md §7: every kind has a `Ready`
+//! condition).
 //!
 //! Status is written only when it changes (no hot loops): [`set_condition`] reports whether
 //! anything a user could see changed, and keeps `lastTransitionTime` unless the condition's

@@ -1,4 +1,4 @@
-//! `terdut.ryuvia.com/v1alpha1` (DESIGN §3, §4).
+//! `terdut.ryuvia.com/v1alpha1` (docs/design.md §3, §4).
 
 pub mod alert_source;
 pub mod common;
@@ -18,7 +18,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use kube::CustomResourceExt;
 
-/// Every CRD of this version, in the order they are documented (DESIGN §3), with the schema
+/// Every CRD of this version, in the order they are documented (docs/design.md §3), with the schema
 /// post-processing of [`tidy_schema`] applied.
 pub fn crds() -> Vec<CustomResourceDefinition> {
     let mut all = vec![

@@ -1,4 +1,4 @@
-//! `TerdutServer`: one terdut-server install (DESIGN §4.1).
+//! `TerdutServer`: one terdut-server install (docs/design.md §4.1).
 
 use std::collections::BTreeMap;
 
@@ -34,7 +34,7 @@ pub const DEFAULT_IMAGE_REPOSITORY: &str = "git.ryuvia.com/niklas/terdut-server"
     shortname = "tds",
     category = "terdut",
     derive = "PartialEq",
-    doc = "One terdut-server install managed by terdut-operator (DESIGN §4.1).",
+    doc = "One terdut-server install managed by terdut-operator (docs/design.md §4.1).",
     printcolumn(
         name = "Ready",
         type_ = "string",
@@ -75,7 +75,7 @@ pub struct TerdutServerSpec {
     /// Whether users may log in with a password (`TERDUT_PASSWORD_LOGIN`).
     #[serde(default = "default_true")]
     pub password_login: bool,
-    /// Consent for TerdutTeams in other namespaces to use this server (DESIGN §4.6).
+    /// Consent for TerdutTeams in other namespaces to use this server (docs/design.md §4.6).
     #[serde(default)]
     pub allowed_teams: AllowedTeams,
     /// Pod-level customisation of the Deployment, all optional.
@@ -147,7 +147,7 @@ fn default_service_port() -> i32 {
     8080
 }
 
-/// Where the database is: a DSN you bring, or a Zalando `postgresql` cluster (DESIGN §8).
+/// Where the database is: a DSN you bring, or a Zalando `postgresql` cluster (docs/design.md §8).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
@@ -179,7 +179,7 @@ pub struct DatabaseSpec {
 }
 
 /// A Zalando postgres-operator cluster; the DSN host is `<name>.<namespace>.svc:5432` and the
-/// password comes from `<user>.<name>.credentials.postgresql.acid.zalan.do` (DESIGN §8).
+/// password comes from `<user>.<name>.credentials.postgresql.acid.zalan.do` (docs/design.md §8).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PostgresClusterRef {
@@ -344,7 +344,7 @@ fn default_session_max_age() -> GoDuration {
     GoDuration::from("12h")
 }
 
-/// Consent for cross-namespace TerdutTeams (DESIGN §4.6), shaped like Gateway API's
+/// Consent for cross-namespace TerdutTeams (docs/design.md §4.6), shaped like Gateway API's
 /// `Gateway.spec.allowedListeners`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -379,7 +379,7 @@ pub enum FromNamespaces {
     Selector,
 }
 
-/// Pod-level customisation; corev1 types are passed through unchanged (DESIGN §4.1).
+/// Pod-level customisation; corev1 types are passed through unchanged (docs/design.md §4.1).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PodSpec {
@@ -445,10 +445,11 @@ pub struct TerdutServerStatus {
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// The operator key Secret, in this TerdutServer's own namespace (DESIGN §6). Pure output.
+    /// The operator key Secret, in this TerdutServer's own namespace (docs/design.md §6). Pure
+    /// output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials_secret_ref: Option<SecretKeyRef>,
-    /// TerdutTeams attached to this server, counted by consent outcome (DESIGN §4.6).
+    /// TerdutTeams attached to this server, counted by consent outcome (docs/design.md §4.6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub teams: Option<TeamCounts>,
 }

@@ -1,5 +1,5 @@
 //! `TerdutTeam`: one team on a server, with its escalation ladder and dead man's switches
-//! folded in (DESIGN §2, §4.2).
+//! folded in (docs/design.md §2, §4.2).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::GoDuration;
 
 /// One team on a terdut-server. Its identity on the server is `external_id`
-/// `<namespace>/<name>` of this object (DESIGN §2).
+/// `<namespace>/<name>` of this object (docs/design.md §2).
 // kube-derive repeats `type_ = "string"` across printcolumn(...) entries, which clippy reads
 // as a duplicated attribute.
 #[allow(clippy::duplicated_attributes)]
@@ -23,7 +23,7 @@ use crate::GoDuration;
     shortname = "tdt",
     category = "terdut",
     derive = "PartialEq",
-    doc = "One team on a terdut-server, with its escalation ladder and dead man's switches (DESIGN §4.2).",
+    doc = "One team on a terdut-server, with its escalation ladder and dead man's switches (docs/design.md §4.2).",
     printcolumn(name = "Server", type_ = "string", json_path = ".spec.serverRef.name"),
     printcolumn(name = "TeamID", type_ = "integer", json_path = ".status.teamID"),
     printcolumn(
@@ -73,7 +73,7 @@ pub struct ServerRef {
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
     /// Defaults to the team's own namespace; another namespace needs that server's
-    /// `allowedTeams` consent (DESIGN §4.6).
+    /// `allowedTeams` consent (docs/design.md §4.6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 63))]
     pub namespace: Option<String>,
@@ -126,7 +126,7 @@ pub struct EscalationLevel {
 ]))]
 pub struct EscalationTarget {
     pub kind: TargetKind,
-    /// A terdut-server username (kind `user`); the server resolves it (DESIGN §2).
+    /// A terdut-server username (kind `user`); the server resolves it (docs/design.md §2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
     pub username: Option<String>,
@@ -203,7 +203,7 @@ pub struct TerdutTeamStatus {
     pub team_id: Option<i64>,
 }
 
-/// `Ready` reasons of a TerdutTeam (DESIGN §4.2), each documented in docs/runbook.md.
+/// `Ready` reasons of a TerdutTeam (docs/design.md §4.2), each documented in docs/runbook.md.
 pub mod reasons {
     pub const READY: &str = "Ready";
     pub const SERVER_REF_NOT_FOUND: &str = "ServerRefNotFound";

@@ -25,6 +25,7 @@ use terdut_actors::server::observe::team_server_key;
 use terdut_actors::source::Source;
 use terdut_actors::team::Team;
 use terdut_actors::tree::Parent;
+use terdut_actors::tree::writer::Registry;
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 use tokio::task::JoinHandle;
 
@@ -43,11 +44,13 @@ impl Baseline {
 
 struct TeamCtx {
     driver: Driver<Team>,
+    parent: Parent,
     memory: DashMap<ObjectRef<TerdutTeam>, Memory<Team>>,
 }
 
 struct SourceCtx {
     driver: Driver<Source>,
+    parent: Parent,
     memory: DashMap<ObjectRef<TerdutAlertSource>, Memory<Source>>,
     /// The newest resourceVersion of each team the source Controller's team watch delivered.
     teams_seen: Arc<DashMap<ObjectRef<TerdutTeam>, u64>>,
@@ -65,10 +68,7 @@ async fn reconcile_team(team: Arc<TerdutTeam>, cx: Arc<TeamCtx>) -> Result<Actio
     let key = ObjectRef::from_obj(team.as_ref());
     let mut memory = cx.memory.remove(&key).map(|(_, m)| m).unwrap_or_default();
     // Outside the tree: the server's actor is looked up and asked, as a child would ask it.
-    let next = cx
-        .driver
-        .reconcile(&Parent::Lookup, &team, &mut memory)
-        .await;
+    let next = cx.driver.reconcile(&cx.parent, &team, &mut memory).await;
     cx.memory.insert(key, memory);
     Ok(Action::requeue(next))
 }
@@ -98,10 +98,7 @@ async fn reconcile_source(
         }
     }
     let mut memory = cx.memory.remove(&key).map(|(_, m)| m).unwrap_or_default();
-    let next = cx
-        .driver
-        .reconcile(&Parent::Lookup, &source, &mut memory)
-        .await;
+    let next = cx.driver.reconcile(&cx.parent, &source, &mut memory).await;
     cx.memory.insert(key, memory);
     Ok(Action::requeue(next))
 }
@@ -109,11 +106,17 @@ async fn reconcile_source(
 /// Starts a team Controller and a source Controller on namespace `ns`, `concurrency` reconciles
 /// at most at a time each (0: unbounded, like the actors). `ctx` is the context of an operator
 /// started with `ChildRuntime::External`: its caches, its server actors, its metrics.
-pub fn spawn(client: &kube::Client, ctx: &Ctx, ns: &str, concurrency: u16) -> Baseline {
+pub fn spawn(
+    client: &kube::Client,
+    ctx: &Ctx,
+    servers: &Registry,
+    ns: &str,
+    concurrency: u16,
+) -> Baseline {
     let config = Config::default().concurrency(concurrency);
     let wc = watcher::Config::default();
 
-    // DESIGN §5: a TerdutTeam re-reconciles when its TerdutServer changes.
+    // docs/design.md §5: a TerdutTeam re-reconciles when its TerdutServer changes.
     let teams_of_server = {
         let ctx = ctx.clone();
         move |server: TerdutServer| {
@@ -142,14 +145,15 @@ pub fn spawn(client: &kube::Client, ctx: &Ctx, ns: &str, concurrency: u16) -> Ba
         |_, _: &Infallible, _| Action::await_change(),
         Arc::new(TeamCtx {
             driver: Driver::new(ctx.clone(), Team),
+            parent: Parent::Lookup(servers.clone()),
             memory: DashMap::new(),
         }),
     )
     .for_each(|_| async {});
 
-    // DESIGN §5: a TerdutAlertSource waiting for its team re-reconciles when the team changes.
-    // The sources are looked up in this Controller's own store (it has every source it will
-    // reconcile).
+    // docs/design.md §5: a TerdutAlertSource waiting for its team re-reconciles when the team
+    // changes. The sources are looked up in this Controller's own store (it has every source it
+    // will reconcile).
     let sources = Controller::new(
         Api::<TerdutAlertSource>::namespaced(client.clone(), ns),
         wc.clone(),
@@ -186,6 +190,7 @@ pub fn spawn(client: &kube::Client, ctx: &Ctx, ns: &str, concurrency: u16) -> Ba
             |_, _: &Infallible, _| Action::await_change(),
             Arc::new(SourceCtx {
                 driver: Driver::new(ctx.clone(), Source),
+                parent: Parent::Lookup(servers.clone()),
                 memory: DashMap::new(),
                 teams_seen,
             }),

@@ -6,9 +6,9 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
 use ractor::rpc::CallResult;
 use serde_json::json;
-use terdut_actors::context::Ctx;
 use terdut_actors::key::ObjectKey;
-use terdut_actors::tree::{Credentials, server::ServerMsg};
+use terdut_actors::tree::writer::Registry;
+use terdut_actors::tree::{Credentials, ServerMsg};
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 use terdut_standin::FaultRule;
 
@@ -122,10 +122,10 @@ pub async fn server_with_standin(
 
 /// Waits until the server's actor hands out credentials: before that every team of it would
 /// only report WaitingForServer, and the cold start would measure the server's key setup.
-pub async fn wait_credentials(ctx: &Ctx, key: &ObjectKey) -> anyhow::Result<()> {
+pub async fn wait_credentials(servers: &Registry, key: &ObjectKey) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        if let Some(actor) = ctx.servers.get(key).map(|r| r.clone())
+        if let Some(actor) = servers.get(key).map(|r| r.clone())
             && let Ok(CallResult::Success(Credentials::Ready(_))) = actor
                 .call(ServerMsg::Credentials, Some(Duration::from_secs(5)))
                 .await

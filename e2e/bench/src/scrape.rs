@@ -54,6 +54,61 @@ impl Scrape {
     }
 }
 
+impl Scrape {
+    /// The `q` quantile of histogram `name` over what was observed since `before`, as the
+    /// upper bound of the bucket it falls in (seconds), over the series matching `filter`;
+    /// `None` when nothing was observed. An upper bound, as Prometheus' `histogram_quantile`
+    /// without its interpolation: "p99 ≤ this".
+    pub fn quantile_since(
+        &self,
+        before: &Scrape,
+        name: &str,
+        filter: &[(&str, &str)],
+        q: f64,
+    ) -> Option<f64> {
+        let bucket = format!("{name}_bucket");
+        let cumulative = |s: &Scrape| -> BTreeMap<String, f64> {
+            let mut out = BTreeMap::new();
+            for sample in s.0.iter().filter(|x| x.name == bucket) {
+                let matches = filter
+                    .iter()
+                    .all(|(k, v)| sample.labels.get(*k).map(String::as_str) == Some(*v));
+                if let (true, Some(le)) = (matches, sample.labels.get("le")) {
+                    *out.entry(le.clone()).or_insert(0.0) += sample.value;
+                }
+            }
+            out
+        };
+        let (now, then) = (cumulative(self), cumulative(before));
+        let mut bounds: Vec<(f64, f64)> = now
+            .iter()
+            .map(|(le, n)| {
+                let bound = if le == "+Inf" {
+                    f64::INFINITY
+                } else {
+                    le.parse().unwrap_or(f64::INFINITY)
+                };
+                (bound, n - then.get(le).copied().unwrap_or(0.0))
+            })
+            .collect();
+        bounds.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let total = bounds.last()?.1;
+        if total <= 0.0 {
+            return None;
+        }
+        bounds
+            .iter()
+            .find(|(_, n)| *n >= q * total)
+            .map(|(bound, _)| *bound)
+    }
+
+    /// How many observations histogram `name` got since `before`.
+    pub fn count_since(&self, before: &Scrape, name: &str, filter: &[(&str, &str)]) -> f64 {
+        let count = format!("{name}_count");
+        self.sum(&count, filter) - before.sum(&count, filter)
+    }
+}
+
 /// `name{k="v",...} value` or `name value`; comments and `# EOF` are skipped.
 fn parse_line(line: &str) -> Option<Sample> {
     if line.starts_with('#') || line.trim().is_empty() {
@@ -122,5 +177,26 @@ mod tests {
         let by = s.by_label("reconciles_total", "kind");
         assert_eq!(by["team"], 7.0);
         assert_eq!(by["source"], 1.0);
+    }
+
+    #[test]
+    fn a_quantile_is_the_bound_of_the_bucket_it_falls_in_counting_only_new_observations() {
+        let scrape = |counts: [u32; 3]| {
+            let text = format!(
+                "d_bucket{{kind=\"team\",le=\"0.001\"}} {}\n\
+                 d_bucket{{kind=\"team\",le=\"0.01\"}} {}\n\
+                 d_bucket{{kind=\"team\",le=\"+Inf\"}} {}\nd_count{{kind=\"team\"}} {}\n",
+                counts[0], counts[1], counts[2], counts[2]
+            );
+            Scrape(text.lines().filter_map(parse_line).collect())
+        };
+        let before = scrape([10, 10, 10]);
+        // 100 new observations: 98 under 1 ms, 2 under 10 ms.
+        let after = scrape([108, 110, 110]);
+        let f = [("kind", "team")];
+        assert_eq!(after.quantile_since(&before, "d", &f, 0.5), Some(0.001));
+        assert_eq!(after.quantile_since(&before, "d", &f, 0.99), Some(0.01));
+        assert_eq!(after.count_since(&before, "d", &f), 100.0);
+        assert_eq!(before.quantile_since(&before, "d", &f, 0.99), None);
     }
 }

@@ -167,7 +167,8 @@ async fn operator_pods_meet_the_restricted_pod_security_level() {
     assert!(!out.contains("would violate PodSecurity"), "{out}");
     let out = apply_dry_run(cp, &ns, &render(&ns, &["-f", &all_features()])).await;
     assert!(!out.contains("would violate PodSecurity"), "{out}");
-    // And the check is live: a pod template that allows privilege escalation is flagged in this namespace.
+    // And the check is live: a pod template that allows privilege escalation is flagged in this
+    // namespace.
     let bad = render(
         &ns,
         &["--set", "securityContext.allowPrivilegeEscalation=true"],
@@ -188,7 +189,7 @@ fn documents(manifests: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// rbac.namespaced (DESIGN §9, §13): a Role and RoleBinding per watched namespace and the
+/// rbac.namespaced (docs/design.md §9, §13): a Role and RoleBinding per watched namespace and the
 /// release namespace, the operator told to watch exactly those, and no cluster-wide grant
 /// beyond reading Namespaces, so in particular no Secret outside the watched namespaces.
 #[tokio::test]

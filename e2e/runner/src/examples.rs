@@ -25,7 +25,7 @@ pub fn file(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// The operator key Secret of the example server (DESIGN §6).
+/// The operator key Secret of the example server (docs/design.md §6).
 pub fn operator_key_secret() -> String {
     format!("{SERVER}-operator-key")
 }

@@ -22,7 +22,7 @@ pub const ENV_ADMIN_TOKEN: &str = "TERDUT_STANDIN_ADMIN_TOKEN";
 #[derive(Clone)]
 pub struct Config {
     pub listen: SocketAddr,
-    /// `tdsa_` + 48 lowercase hex, as the operator generates it (DESIGN §6).
+    /// `tdsa_` + 48 lowercase hex, as the operator generates it (docs/design.md §6).
     pub operator_key: String,
     /// Where state is persisted; `None` keeps it in memory only.
     pub data_file: Option<PathBuf>,

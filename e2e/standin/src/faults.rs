@@ -1,6 +1,6 @@
 //! Fault injection (test-only admin surface): decides per call whether to delay it, answer it
 //! with an error status, or close its connection without an answer, so tests can show how the
-//! operator's client classifies each (terdut-api.md; issue 3 "injects faults per endpoint").
+//! operator's client classifies each (terdut-api.md: faults per endpoint).
 
 use std::time::Duration;
 

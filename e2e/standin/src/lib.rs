@@ -1,7 +1,7 @@
 //! A stand-in terdut-server: the whole contract of docs/terdut-api.md with its real semantics,
 //! for tests, the demo and the e2e scenario, since the real server's source is not available
-//! to this project (DESIGN §11). It also serves a test-only admin surface (off by default) to
-//! seed users and open incidents, read everything back and inject faults.
+//! to this project (docs/design.md §11). It also serves a test-only admin surface (off by default)
+//! to seed users and open incidents, read everything back and inject faults.
 //!
 //! In-process use:
 //!

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 pub const OPERATOR_KEY_PREFIX: &str = "tdsa_";
 pub const INTEGRATION_KEY_PREFIX: &str = "tdik_";
 
-/// A fresh operator key in the format the operator generates (DESIGN §6).
+/// A fresh operator key in the format the operator generates (docs/design.md §6).
 pub fn generate_operator_key() -> String {
     format!("{OPERATOR_KEY_PREFIX}{}", random_hex(24))
 }

@@ -20,7 +20,7 @@ pub type AppState = Arc<Shared>;
 pub struct Shared {
     store: Mutex<Store>,
     data_file: Option<PathBuf>,
-    /// SHA-256 of `TERDUT_OPERATOR_KEY`: the plain key is not kept (DESIGN §6: the server
+    /// SHA-256 of `TERDUT_OPERATOR_KEY`: the plain key is not kept (docs/design.md §6: the server
     /// re-keys its `terdut-operator` account from it at start).
     operator_key_digest: [u8; 32],
     admin_token_digest: Option<[u8; 32]>,

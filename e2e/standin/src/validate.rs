@@ -1,5 +1,5 @@
 //! What the stand-in refuses as 422 `invalid`. The contract names the code but not the rules,
-//! so each limit here is an assumption, chosen to match what the CRDs admit (DESIGN §4.2,
+//! so each limit here is an assumption, chosen to match what the CRDs admit (docs/design.md §4.2,
 //! §4.5): a body a valid CR produces must pass, a body no CR can produce may fail.
 
 use crate::error::ContractError;

@@ -4,9 +4,6 @@
 //! - The chart's (`podDisruptionBudget.enabled`, `minAvailable: 1`, two replicas): the first
 //!   eviction is allowed, the next one, before the replacement is Ready, is refused.
 
-use std::time::Duration;
-
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{EvictParams, ListParams};
 use kube::{Api, Client};
@@ -15,7 +12,6 @@ use super::helm::{NAMESPACE, RELEASE};
 use super::leader;
 use crate::examples::{SERVER, SERVER_NS};
 use crate::run::Run;
-use crate::wait;
 
 /// `Ok(true)` evicted, `Ok(false)` refused by a disruption budget (429).
 async fn evict(client: &Client, ns: &str, pod: &str) -> anyhow::Result<bool> {
@@ -38,25 +34,6 @@ async fn pod_names(client: &Client, ns: &str, selector: &str) -> anyhow::Result<
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .filter_map(|p| p.metadata.name)
         .collect())
-}
-
-/// Waits until the Deployment has all its replicas Ready again.
-pub async fn wait_available(run: &Run, ns: &str, name: &str) -> anyhow::Result<()> {
-    let api = Api::<Deployment>::namespaced(run.client.clone(), ns);
-    wait::until(
-        &format!("deployment {ns}/{name} available"),
-        Duration::from_secs(180),
-        || async {
-            let d = api.get(name).await?;
-            let want = d.spec.replicas.unwrap_or(1);
-            let s = d.status.unwrap_or_default();
-            let done = s.ready_replicas == Some(want)
-                && s.updated_replicas == Some(want)
-                && s.replicas == Some(want);
-            Ok(done.then_some(()))
-        },
-    )
-    .await
 }
 
 pub async fn check(run: &Run) -> anyhow::Result<()> {
@@ -94,5 +71,5 @@ pub async fn check(run: &Run) -> anyhow::Result<()> {
         first && !second,
         format!("standby evicted: {first}, leader evicted: {second}"),
     );
-    wait_available(run, NAMESPACE, RELEASE).await
+    super::deployment_available(run, NAMESPACE, RELEASE).await
 }

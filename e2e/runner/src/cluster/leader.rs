@@ -10,7 +10,6 @@ use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams};
 use terdut_crds::v1alpha1::TerdutTeam;
 
-use super::disruption::wait_available;
 use super::helm::{NAMESPACE, RELEASE};
 use crate::checks::log;
 use crate::run::Run;
@@ -109,7 +108,7 @@ pub async fn failover(run: &Run) -> anyhow::Result<()> {
             "leader {old} deleted; {other} leading and the change on the server after {t:.1?}"
         ));
     }
-    wait_available(run, NAMESPACE, RELEASE).await
+    super::deployment_available(run, NAMESPACE, RELEASE).await
 }
 
 /// Renames the two teams in turn while the restart rolls, until it is done, then checks the

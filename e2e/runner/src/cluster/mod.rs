@@ -33,6 +33,29 @@ pub struct Images {
     pub pull_policy: String,
 }
 
+/// Waits until the Deployment has all its replicas Ready again.
+pub async fn deployment_available(
+    run: &crate::run::Run,
+    ns: &str,
+    name: &str,
+) -> anyhow::Result<()> {
+    let api = Api::<Deployment>::namespaced(run.client.clone(), ns);
+    wait::until(
+        &format!("deployment {ns}/{name} available"),
+        Duration::from_secs(180),
+        || async {
+            let d = api.get(name).await?;
+            let want = d.spec.replicas.unwrap_or(1);
+            let s = d.status.unwrap_or_default();
+            let done = s.ready_replicas == Some(want)
+                && s.updated_replicas == Some(want)
+                && s.replicas == Some(want);
+            Ok(done.then_some(()))
+        },
+    )
+    .await
+}
+
 async fn leader_metrics_url(run: &Run) -> anyhow::Result<String> {
     let leader = leader::holder(run).await?;
     Ok(format!(

@@ -1,6 +1,6 @@
-//! Rotating the operator key by hand (DESIGN §6): deleting the key Secret makes the operator
-//! write a new one and roll the server's pods (the pod template carries the key's hash); the
-//! new pods accept the new key and refuse the old one. The stand-in keeps its state in its
+//! Rotating the operator key by hand (docs/design.md §6): deleting the key Secret makes the
+//! operator write a new one and roll the server's pods (the pod template carries the key's hash);
+//! the new pods accept the new key and refuse the old one. The stand-in keeps its state in its
 //! process, so the new pods start empty: the teams and alert sources then converge again on
 //! them, which is what a server that lost its data would need from the operator.
 

@@ -1,0 +1,349 @@
+//! The writer: owns the routing [`Index`], takes what the informers saw, and sends the
+//! index's commands to the actors (docs/design.md §5, ADR 0008). One task and one channel:
+//! events and hosts' adoption requests are handled in order, so a host that (re)starts adopts
+//! exactly the children the index places under it, and every later event reaches it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::runtime::reflector::ObjectRef;
+use ractor::ActorRef;
+use terdut_crds::v1alpha1::TerdutServer;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tracing::debug;
+
+pub use super::messages::Registry;
+use super::messages::{ChildrenMsg, ServerMsg};
+use crate::context::Stores;
+use crate::key::ObjectKey;
+use crate::object_actor::{ObjectMsg, SourceSpec, TeamSpec};
+use crate::routing::{
+    ChildKind, Command, Host, Index, Listed, ServerFacts, SourceFacts, TeamFacts,
+};
+use crate::supervisor::{CallError, SupervisorMsg, SupervisorSnapshot};
+
+/// What an informer saw, as the index takes it.
+#[derive(Debug)]
+pub enum Seen {
+    Server {
+        key: ObjectKey,
+        facts: Option<ServerFacts>,
+    },
+    /// A Deployment, Service, PDB or key Secret of this server changed.
+    ServerOwned(ObjectKey),
+    Team {
+        key: ObjectKey,
+        facts: Option<TeamFacts>,
+        own_version: bool,
+    },
+    Source {
+        key: ObjectKey,
+        facts: Option<SourceFacts>,
+        own_version: bool,
+    },
+    WebhookSecret {
+        secret: ObjectKey,
+        source: ObjectKey,
+        resource_version: Option<String>,
+        deleted: bool,
+        own_version: bool,
+    },
+    Namespace {
+        name: String,
+        labels: Option<BTreeMap<String, String>>,
+    },
+    Listed {
+        kind: Listed,
+        scope: Option<String>,
+        present: BTreeSet<ObjectKey>,
+    },
+}
+
+/// A host the writer can deliver children to.
+#[derive(Clone, Debug)]
+pub enum HostRef {
+    Server(ActorRef<ServerMsg>),
+    Holding(ActorRef<ChildrenMsg>),
+}
+
+impl HostRef {
+    /// The host actor's id (a restarted host has a new one).
+    pub fn id(&self) -> ractor::ActorId {
+        match self {
+            Self::Server(actor) => actor.get_id(),
+            Self::Holding(actor) => actor.get_id(),
+        }
+    }
+
+    fn send(&self, msg: ChildrenMsg) {
+        // A host that is gone adopts its children again when it restarts.
+        match self {
+            Self::Server(actor) => drop(actor.cast(ServerMsg::Children(msg))),
+            Self::Holding(actor) => drop(actor.cast(msg)),
+        }
+    }
+
+    /// Stops the actor of `key` there and forgets it.
+    pub fn remove(&self, kind: ChildKind, key: ObjectKey) {
+        self.send(match kind {
+            ChildKind::Team => ChildrenMsg::Teams(SupervisorMsg::Remove(key)),
+            ChildKind::Source => ChildrenMsg::Sources(SupervisorMsg::Remove(key)),
+        });
+    }
+
+    /// Makes the actor of `key` there run a pass now (as its own timer would).
+    pub fn resync(&self, kind: ChildKind, key: ObjectKey) {
+        self.send(match kind {
+            ChildKind::Team => ChildrenMsg::Teams(SupervisorMsg::Forward(key, ObjectMsg::Resync)),
+            ChildKind::Source => {
+                ChildrenMsg::Sources(SupervisorMsg::Forward(key, ObjectMsg::Resync))
+            }
+        });
+    }
+
+    /// The state of the host's table of `kind`.
+    pub async fn snapshot(
+        &self,
+        kind: ChildKind,
+        timeout: Duration,
+    ) -> Result<SupervisorSnapshot, CallError> {
+        let (tx, rx) = oneshot::channel();
+        let msg = match kind {
+            ChildKind::Team => ChildrenMsg::Teams(SupervisorMsg::Snapshot(tx.into())),
+            ChildKind::Source => ChildrenMsg::Sources(SupervisorMsg::Snapshot(tx.into())),
+        };
+        self.send(msg);
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(snapshot)) => Ok(snapshot),
+            Ok(Err(_)) => Err(CallError::Dropped),
+            Err(_) => Err(CallError::Timeout(timeout)),
+        }
+    }
+}
+
+/// Where the writer sends the servers' own commands (the root supervisor; the wiring
+/// implements it, so the writer does not depend on the server actor).
+pub trait ServerRoot: Send + Sync + 'static {
+    /// Ensure the actor of TerdutServer `key`, for an event at `at`.
+    fn ensure(&self, key: ObjectKey, server: Arc<TerdutServer>, at: tokio::time::Instant);
+    fn remove(&self, key: ObjectKey);
+}
+
+enum WriterMsg {
+    /// What an informer saw, and when.
+    Seen(Seen, tokio::time::Instant),
+    /// A host (re)started: deliver it its children.
+    Adopt(Host, HostRef),
+    Locate {
+        kind: ChildKind,
+        key: ObjectKey,
+        reply: oneshot::Sender<Option<HostRef>>,
+    },
+}
+
+/// The informers' and hosts' handle on the writer; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Writer {
+    tx: mpsc::UnboundedSender<WriterMsg>,
+}
+
+impl std::fmt::Debug for WriterMsg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Seen(s, _) => write!(f, "Seen({s:?})"),
+            Self::Adopt(h, _) => write!(f, "Adopt({h:?})"),
+            Self::Locate { kind, key, .. } => write!(f, "Locate({kind:?}, {key})"),
+        }
+    }
+}
+
+/// The writer's end of the channel, until [`spawn`] takes it.
+#[derive(Debug)]
+pub struct Inbox(mpsc::UnboundedReceiver<WriterMsg>);
+
+impl Writer {
+    pub fn channel() -> (Self, Inbox) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Self { tx }, Inbox(rx))
+    }
+
+    pub fn seen(&self, seen: Seen) {
+        // Gone only when the operator stops.
+        let _ = self
+            .tx
+            .send(WriterMsg::Seen(seen, tokio::time::Instant::now()));
+    }
+
+    /// A host (re)started and wants the children the index places under it.
+    pub fn adopt(&self, host: Host, actor: HostRef) {
+        let _ = self.tx.send(WriterMsg::Adopt(host, actor));
+    }
+
+    /// The host the actor of `kind` `key` lives under, if the index knows the object.
+    pub async fn locate(&self, kind: ChildKind, key: ObjectKey) -> Option<HostRef> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(WriterMsg::Locate { kind, key, reply }).ok()?;
+        rx.await.ok().flatten()
+    }
+}
+
+/// What the writer task needs.
+pub struct Outlets {
+    pub root: Box<dyn ServerRoot>,
+    pub holding: ActorRef<ChildrenMsg>,
+    pub registry: Registry,
+    pub stores: Stores,
+    /// `false`: something else reconciles teams and sources (the benchmark's baselines); the
+    /// writer sends only the servers' commands.
+    pub children: bool,
+}
+
+impl std::fmt::Debug for Outlets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outlets")
+            .field("children", &self.children)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs the writer until every [`Writer`] is dropped.
+pub fn spawn(inbox: Inbox, outlets: Outlets) -> JoinHandle<()> {
+    let Inbox(mut rx) = inbox;
+    tokio::spawn(async move {
+        let mut index = Index::default();
+        while let Some(msg) = rx.recv().await {
+            match msg {
+                WriterMsg::Seen(seen, at) => {
+                    for command in apply(&mut index, seen) {
+                        outlets.deliver(command, at);
+                    }
+                }
+                WriterMsg::Adopt(host, actor) => {
+                    let (teams, sources) = index.children_of(&host);
+                    debug!(
+                        ?host,
+                        teams = teams.len(),
+                        sources = sources.len(),
+                        "adopting"
+                    );
+                    let at = tokio::time::Instant::now();
+                    for key in teams {
+                        outlets.ensure_child(ChildKind::Team, key, &actor, at);
+                    }
+                    for key in sources {
+                        outlets.ensure_child(ChildKind::Source, key, &actor, at);
+                    }
+                }
+                WriterMsg::Locate { kind, key, reply } => {
+                    let host = index
+                        .host_of(kind, &key)
+                        .and_then(|host| outlets.host(host));
+                    let _ = reply.send(host);
+                }
+            }
+        }
+    })
+}
+
+/// The index's answer to one observation.
+fn apply(index: &mut Index, seen: Seen) -> Vec<Command> {
+    match seen {
+        Seen::Server { key, facts } => index.server(key, facts),
+        Seen::ServerOwned(key) => index.server_owned(&key),
+        Seen::Team {
+            key,
+            facts,
+            own_version,
+        } => index.team(key, facts, own_version),
+        Seen::Source {
+            key,
+            facts,
+            own_version,
+        } => index.source(key, facts, own_version),
+        Seen::WebhookSecret {
+            secret,
+            source,
+            resource_version,
+            deleted,
+            own_version,
+        } => index.webhook_secret(secret, &source, resource_version, deleted, own_version),
+        Seen::Namespace { name, labels } => index.namespace(&name, labels),
+        Seen::Listed {
+            kind,
+            scope,
+            present,
+        } => index.listed(kind, scope.as_deref(), &present),
+    }
+}
+
+impl Outlets {
+    fn host(&self, host: &Host) -> Option<HostRef> {
+        match host {
+            Host::Server(key) => self
+                .registry
+                .get(key)
+                .map(|actor| HostRef::Server(actor.clone())),
+            Host::Holding => Some(HostRef::Holding(self.holding.clone())),
+        }
+    }
+
+    fn deliver(&self, command: Command, at: tokio::time::Instant) {
+        match command {
+            Command::EnsureServer(key) => {
+                if let Some(server) = self.stores.servers.get(&object_ref(&key)) {
+                    self.root.ensure(key, server, at);
+                }
+            }
+            Command::RemoveServer(key) => self.root.remove(key),
+            Command::Ensure { kind, key, host } => {
+                // A server actor not running now (restarting, backing off) adopts the child
+                // when it starts.
+                if let Some(actor) = self.host(&host) {
+                    self.ensure_child(kind, key, &actor, at);
+                }
+            }
+            Command::Remove { kind, key, host } => {
+                if self.children
+                    && let Some(actor) = self.host(&host)
+                {
+                    actor.remove(kind, key);
+                }
+            }
+        }
+    }
+
+    /// Ensures the child under `actor`, with its spec from the cache (an object the cache
+    /// does not have is gone or not listed yet: its own event follows).
+    fn ensure_child(
+        &self,
+        kind: ChildKind,
+        key: ObjectKey,
+        actor: &HostRef,
+        at: tokio::time::Instant,
+    ) {
+        if !self.children {
+            return;
+        }
+        let msg = match kind {
+            ChildKind::Team => match self.stores.teams.get(&object_ref(&key)) {
+                Some(team) => {
+                    ChildrenMsg::Teams(SupervisorMsg::EnsureAt(key, TeamSpec::new(&team), at))
+                }
+                None => return,
+            },
+            ChildKind::Source => match self.stores.sources.get(&object_ref(&key)) {
+                Some(source) => {
+                    ChildrenMsg::Sources(SupervisorMsg::EnsureAt(key, SourceSpec::new(&source), at))
+                }
+                None => return,
+            },
+        };
+        actor.send(msg);
+    }
+}
+
+fn object_ref<K: kube::Resource<DynamicType = ()>>(key: &ObjectKey) -> ObjectRef<K> {
+    ObjectRef::new(&key.name).within(&key.namespace)
+}
