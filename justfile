@@ -34,6 +34,7 @@ crds:
 lint: tools
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
+    cargo run -q -p terdut-modules --bin module-cycles -- actors/src/lib.rs crds/src/lib.rs src/main.rs cli/src/lib.rs e2e/standin/src/lib.rs e2e/harness/src/lib.rs e2e/runner/src/main.rs
     {{bin}}/helm lint chart/terdut-operator
     {{bin}}/helm lint chart/terdut-operator -f chart/terdut-operator/ci/all-features-values.yaml
     bash e2e/chart/lint.sh
