@@ -50,17 +50,16 @@ async fn server_pods(run: &Run) -> anyhow::Result<Vec<(String, bool)>> {
         .collect())
 }
 
-/// `GET /api/v1/whoami` with `key` through the Service: the answer's status.
+/// `GET /api/v1/whoami` with `key` through the Service: the answer's status. A connection
+/// that fails is tried again, as a client would: for a moment after the old pod is gone
+/// kube-proxy may still send a new connection to its address.
 async fn whoami(run: &Run, key: &str) -> anyhow::Result<u16> {
-    let base = run.server_url().await?;
-    Ok(run
-        .http
-        .get(format!("{base}/api/v1/whoami"))
-        .bearer_auth(key)
-        .send()
-        .await?
-        .status()
-        .as_u16())
+    let url = format!("{}/api/v1/whoami", run.server_url().await?);
+    wait::until("an answer to whoami", Duration::from_secs(30), || async {
+        let status = run.http.get(&url).bearer_auth(key).send().await?.status();
+        Ok(Some(status.as_u16()))
+    })
+    .await
 }
 
 pub async fn check(run: &Run) -> anyhow::Result<()> {
