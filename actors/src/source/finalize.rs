@@ -10,6 +10,8 @@
 //! - **TerdutServer gone** (confirmed live too; e.g. the whole namespace is being deleted):
 //!   released with a Warning naming the integration; nothing can delete it any more, and a
 //!   server reusing that database keeps the row until someone deletes it by hand.
+//! - **`spec.deletionPolicy: Orphan`**: nothing is called on the server; the integration and
+//!   its webhook Secret are left (the Secret detached from the source, see [`detached`]).
 //! - **Everything else** (the server answers 5xx, is not reachable, has no key yet, the team has
 //!   no `teamID` yet): removal stays blocked, with a Warning Event and `DeletionBlocked`, and is
 //!   retried with backoff. Removing the finalizer by hand is the documented way out.
@@ -26,14 +28,16 @@
 
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
-use kube::api::Api;
+use kube::api::{Api, PostParams};
 use kube::runtime::reflector::ObjectRef;
-use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
+use terdut_crds::v1alpha1::{DeletionPolicy, TerdutAlertSource, TerdutServer, TerdutTeam};
 use tracing::info;
 
 use super::SourceMemory;
-use super::names::{FINALIZER, external_id, secret_name};
+use super::names::{FINALIZER, external_id, secret_labels, secret_name};
+use super::secret::controlled_by;
 use super::observe::{self, Read, TeamCheck, verify_team};
 use super::plan::{integration_kind, lookup_id};
 use super::status::{DesiredStatus, Outcome, desired_status};
@@ -94,6 +98,10 @@ async fn cleanup(pass: Pass<'_>, source: &TerdutAlertSource) -> Result<Cleanup, 
     let ctx = pass.ctx;
     if !finalizer::has(source, FINALIZER) {
         return Ok(Cleanup::Released);
+    }
+    // docs/design.md §5 "Deletion policy": no call to the server at all.
+    if source.spec.deletion_policy == DeletionPolicy::Orphan {
+        return orphan(ctx, source).await;
     }
     let key = ObjectKey::of(source);
     let team_name = &source.spec.team_ref.name;
@@ -304,6 +312,62 @@ where
 }
 
 /// Releases the finalizer without deleting anything on the server, with a Warning saying why.
+/// `Orphan`: the integration stays on the server, and so does its webhook Secret, no longer
+/// the operator's (its owner reference and managed labels removed, so garbage collection
+/// leaves it and the operator's watch no longer sees it): whatever reads the key keeps
+/// working. A Secret this source does not control is not touched.
+async fn orphan(ctx: &Ctx, source: &TerdutAlertSource) -> Result<Cleanup, ReconcileError> {
+    let key = ObjectKey::of(source);
+    let name = secret_name(&key.name);
+    let uid = source.uid().unwrap_or_default();
+    let secrets: Api<Secret> = Api::namespaced(ctx.kube.clone(), &key.namespace);
+    let kept = match live::<Secret>(ctx, &key.namespace, &name).await? {
+        Some(secret) if controlled_by(&secret, &uid) => {
+            secrets
+                .replace(&name, &PostParams::default(), &detached(secret, &uid))
+                .await
+                .map_err(|e| ReconcileError::kube("update", format!("Secret {}/{name}", key.namespace), e))?;
+            ctx.metrics.kube_write("Secret", "replace");
+            format!("; its webhook Secret {name} was kept and is no longer managed by the operator (delete it when done)")
+        }
+        _ => String::new(),
+    };
+    let recorded = source
+        .status
+        .as_ref()
+        .and_then(|s| s.integration_id)
+        .map(|id| format!(" (recorded as integration {id})"))
+        .unwrap_or_default();
+    finalizer::release(ctx, source, FINALIZER).await?;
+    events::normal(
+        ctx,
+        source,
+        "Orphaned",
+        "Delete",
+        format!(
+            "spec.deletionPolicy is Orphan: the integration{recorded} was left on the server{kept}; \
+             released the finalizer"
+        ),
+    )
+    .await;
+    info!(source = %key, "orphaned on the server (deletionPolicy Orphan)");
+    Ok(Cleanup::Released)
+}
+
+/// PURE: the webhook Secret without this source's owner reference and the operator's labels.
+pub fn detached(mut secret: Secret, source_uid: &str) -> Secret {
+    if let Some(refs) = secret.metadata.owner_references.as_mut() {
+        refs.retain(|o| o.uid != source_uid);
+    }
+    if let Some(labels) = secret.metadata.labels.as_mut() {
+        for label in secret_labels("").keys() {
+            labels.remove(label);
+        }
+    }
+    secret.metadata.managed_fields = None;
+    secret
+}
+
 async fn release(
     ctx: &Ctx,
     source: &TerdutAlertSource,
@@ -313,4 +377,43 @@ async fn release(
     finalizer::release(ctx, source, FINALIZER).await?;
     events::warning(ctx, source, "FinalizerReleased", "Delete", why).await;
     Ok(Cleanup::Released)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_detached_secret_keeps_its_data_and_other_owners_and_labels_only() {
+        let owner = |uid: &str| OwnerReference {
+            api_version: "v1".into(),
+            kind: "Thing".into(),
+            name: uid.into(),
+            uid: uid.into(),
+            controller: Some(uid == "source-uid"),
+            ..Default::default()
+        };
+        let mut labels = secret_labels("am");
+        labels.insert("team".into(), "payments".into());
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some("am-terdut-webhook".into()),
+                labels: Some(labels),
+                owner_references: Some(vec![owner("source-uid"), owner("other")]),
+                ..Default::default()
+            },
+            string_data: Some(BTreeMap::from([("key".into(), "k".into())])),
+            ..Default::default()
+        };
+        let d = detached(secret.clone(), "source-uid");
+        assert_eq!(d.metadata.owner_references, Some(vec![owner("other")]));
+        assert_eq!(
+            d.metadata.labels,
+            Some(BTreeMap::from([("team".into(), "payments".into())]))
+        );
+        assert_eq!(d.string_data, secret.string_data, "the key stays");
+        assert!(!controlled_by(&d, "source-uid"));
+    }
 }

@@ -31,7 +31,7 @@
 
 use kube::ResourceExt;
 use kube::api::Api;
-use terdut_crds::v1alpha1::{TerdutServer, TerdutTeam};
+use terdut_crds::v1alpha1::{DeletionPolicy, TerdutServer, TerdutTeam};
 use tracing::info;
 
 use super::observe::{access, server_cached};
@@ -70,6 +70,29 @@ pub async fn finalize(
     }
     let key = ObjectKey::of(team);
     let server = team_server_key(team);
+    // docs/design.md §5 "Deletion policy": no call to the server at all.
+    if team.spec.deletion_policy == DeletionPolicy::Orphan {
+        let recorded = team
+            .status
+            .as_ref()
+            .and_then(|s| s.team_id)
+            .map(|id| format!(" (recorded as team {id})"))
+            .unwrap_or_default();
+        finalizer::release(ctx, team, FINALIZER).await?;
+        events::normal(
+            ctx,
+            team,
+            "Orphaned",
+            "Delete",
+            format!(
+                "spec.deletionPolicy is Orphan: the team on TerdutServer {server}{recorded} was \
+                 left as it is, with its ladder, switches and history; released the finalizer"
+            ),
+        )
+        .await;
+        info!(team = %key, "orphaned on the server (deletionPolicy Orphan)");
+        return Ok(Finalized::Released);
+    }
     if !server_cached(ctx, &server) {
         let api: Api<TerdutServer> = Api::namespaced(ctx.kube.clone(), &server.namespace);
         match api.get_opt(&server.name).await {

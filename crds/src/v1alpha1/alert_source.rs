@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::common::LocalObjectRef;
+use super::policy::{DeletionPolicy, Management};
 
 /// One alert-ingest integration on the TerdutTeam named by `teamRef` (same namespace). The
 /// webhook URL and key land in the Secret `<name>-terdut-webhook`, never in spec or status.
@@ -57,6 +58,14 @@ pub struct TerdutAlertSourceSpec {
     /// The integration's display name on the server.
     #[schemars(length(min = 1, max = 128))]
     pub name: String,
+    /// What deleting this object does to the integration on the server: `Delete` (default)
+    /// or `Orphan` (the integration and the webhook Secret are left, the Secret no longer
+    /// owned by the operator). Read when the deletion is handled.
+    #[serde(default, skip_serializing_if = "DeletionPolicy::is_default")]
+    pub deletion_policy: DeletionPolicy,
+    /// `Full` (default) or `ObserveOnly`: plan without changing the server (`status.plan`).
+    #[serde(default, skip_serializing_if = "Management::is_default")]
+    pub management: Management,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -3,6 +3,7 @@
 pub mod alert_source;
 pub mod common;
 pub mod conditions;
+pub mod policy;
 pub mod server;
 pub mod team;
 
@@ -10,6 +11,7 @@ pub use alert_source::{
     AlertSourceKind, TerdutAlertSource, TerdutAlertSourceSpec, TerdutAlertSourceStatus,
 };
 pub use common::{LocalObjectRef, SecretKeyRef};
+pub use policy::{DeletionPolicy, Management};
 pub use server::{TerdutServer, TerdutServerSpec, TerdutServerStatus};
 pub use team::{TerdutTeam, TerdutTeamSpec, TerdutTeamStatus};
 

@@ -6,6 +6,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::policy::{DeletionPolicy, Management};
 use crate::GoDuration;
 
 /// One team on a terdut-server. Its identity on the server is `external_id`
@@ -59,6 +60,14 @@ pub struct TerdutTeamSpec {
     #[schemars(length(max = 64))]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub deadman_switches: Vec<DeadmanSwitch>,
+    /// What deleting this object does to the team on the server: `Delete` (default) or
+    /// `Orphan` (left as it is). Read when the deletion is handled, so it may be changed on a
+    /// live object.
+    #[serde(default, skip_serializing_if = "DeletionPolicy::is_default")]
+    pub deletion_policy: DeletionPolicy,
+    /// `Full` (default) or `ObserveOnly`: plan without changing the server (`status.plan`).
+    #[serde(default, skip_serializing_if = "Management::is_default")]
+    pub management: Management,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
