@@ -84,6 +84,17 @@ pub struct Cli {
     )]
     pub watch_namespaces: Vec<String>,
 
+    /// A label selector on TerdutServers, TerdutTeams and TerdutAlertSources: this instance
+    /// reconciles only what it selects (sharding; give each shard its own --lease-name).
+    #[arg(long, env = "TERDUT_SELECTOR")]
+    pub selector: Option<String>,
+
+    /// A label selector on Namespaces: only objects in the selected namespaces are
+    /// reconciled, picked up and dropped live as namespaces are labelled (needs the
+    /// cluster-wide RBAC; excludes --watch-namespaces).
+    #[arg(long, env = "TERDUT_WATCH_NAMESPACE_SELECTOR")]
+    pub watch_namespace_selector: Option<String>,
+
     /// Log format: json or text.
     #[arg(long, env = "TERDUT_LOG_FORMAT", default_value = "json")]
     pub log_format: String,

@@ -50,6 +50,14 @@ pub struct OperatorConfig {
     /// namespace (the cluster-wide default of docs/design.md §9). A list lets the operator run with
     /// per-namespace Roles (`rbac.namespaced` in the chart).
     pub watch_namespaces: Vec<String>,
+    /// A label selector on the three CRDs: this instance reconciles only the objects it
+    /// selects, so instances with disjoint selectors split the objects between them (each
+    /// with a Lease of its own; docs/configuration.md "Sharding"). `None`: every object.
+    pub selector: Option<String>,
+    /// A label selector on Namespaces: only objects in the namespaces it selects are
+    /// reconciled, re-evaluated as namespaces are labelled (watched cluster-wide). `None`:
+    /// every namespace watched.
+    pub watch_namespace_selector: Option<String>,
     /// Passes of TerdutTeams, and separately of TerdutAlertSources, that run at once
     /// (controller-runtime's MaxConcurrentReconciles). A running pass holds ~15 KB of future
     /// (heap profile, docs/performance.md); an actor waiting for its turn holds almost
@@ -71,6 +79,8 @@ impl Default for OperatorConfig {
             blocked_retry: Duration::from_secs(30),
             test_hooks: false,
             watch_namespaces: Vec::new(),
+            selector: None,
+            watch_namespace_selector: None,
             max_concurrent_passes: 256,
             passivate_after: Some(Duration::from_secs(30)),
         }
@@ -90,10 +100,33 @@ impl OperatorConfig {
     }
 
     /// Refuses settings the operator must not start with (see [`url_template::validate`]).
-    pub fn validate(&self) -> Result<(), url_template::InvalidTemplate> {
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
+        if self.watch_namespace_selector.is_some() && !self.watch_namespaces.is_empty() {
+            return Err(InvalidConfig(
+                "--watch-namespace-selector and --watch-namespaces exclude each other: the \
+                 selector needs cluster-wide watches, the list per-namespace ones"
+                    .into(),
+            ));
+        }
+        for (flag, selector) in [
+            ("--selector", &self.selector),
+            ("--watch-namespace-selector", &self.watch_namespace_selector),
+        ] {
+            if selector.as_deref().is_some_and(|s| s.trim().is_empty()) {
+                return Err(InvalidConfig(format!(
+                    "{flag} is empty: leave it out to select everything"
+                )));
+            }
+        }
         url_template::validate(&self.server_url_template, &self.cluster_domain)
+            .map_err(|e| InvalidConfig(e.0))
     }
 }
+
+/// Why the operator refuses its settings; the text says what to write instead.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidConfig(pub String);
 
 /// The informer caches (reflector stores), all with managedFields stripped. Namespaced kinds
 /// have a store per watched namespace (see [`NamespacedStores`]).

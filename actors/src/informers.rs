@@ -60,6 +60,26 @@ pub trait Routes: Send + Sync + 'static {
     /// A list of `kind` in `scope` (`None`: every namespace) finished with `present` in it.
     /// Only that scope: another namespace's watch may be mid-list.
     fn listed(&self, kind: Listed, scope: Option<String>, present: BTreeSet<ObjectKey>);
+    /// With `--watch-namespace-selector`: a namespace entered or left the selection, or the
+    /// selection's list finished.
+    fn scope(&self, change: ScopeChange);
+}
+
+/// What the watch of the selected namespaces saw.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScopeChange {
+    In(String),
+    Out(String),
+    Listed(BTreeSet<String>),
+}
+
+/// The label selectors of one operator instance (docs/configuration.md "Sharding").
+#[derive(Clone, Debug, Default)]
+pub struct Selectors {
+    /// On TerdutServers, TerdutTeams and TerdutAlertSources.
+    pub objects: Option<String>,
+    /// On Namespaces: the namespaces whose objects this instance reconciles.
+    pub namespaces: Option<String>,
 }
 
 type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -90,7 +110,12 @@ fn config() -> watcher::Config {
 /// watch per kind (the ClusterRole of docs/design.md §9). Otherwise one watch per kind and
 /// namespace, which needs only namespaced Roles there (the per-namespace split of docs/design.md
 /// §13); Namespaces themselves are cluster-scoped and stay one cluster-wide watch either way.
-pub fn build(client: &Client, namespaces: &[String], routes: Arc<dyn Routes>) -> Informers {
+pub fn build(
+    client: &Client,
+    namespaces: &[String],
+    selectors: &Selectors,
+    routes: Arc<dyn Routes>,
+) -> Informers {
     let (synced_tx, synced) = watch::channel(0usize);
     let synced_tx = Arc::new(synced_tx);
     let mut tasks: Vec<Task> = vec![];
@@ -107,22 +132,30 @@ pub fn build(client: &Client, namespaces: &[String], routes: Arc<dyn Routes>) ->
         synced: &synced_tx,
     };
 
+    // The operator's own kinds, only those of this instance's shard when it has one.
+    let mine = || match &selectors.objects {
+        Some(selector) => config().labels(selector),
+        None => config(),
+    };
     // The table of watches: each kind, what it selects, and what its events mean.
     let servers = watch.kind(
-        config(),
+        mine(),
         &mut tasks,
         object(&routes, Listed::Server, |r, k, o| r.server(k, o)),
     );
     let teams = watch.kind(
-        config(),
+        mine(),
         &mut tasks,
         object(&routes, Listed::Team, |r, k, o| r.team(k, o)),
     );
     let sources = watch.kind(
-        config(),
+        mine(),
         &mut tasks,
         object(&routes, Listed::Source, |r, k, o| r.source(k, o)),
     );
+    if let Some(selector) = &selectors.namespaces {
+        tasks.push(scope_watch(client, selector, routes.clone(), synced_tx.clone()));
+    }
     let deployments = watch.kind::<Deployment, _>(
         config().labels(&owned),
         &mut tasks,
@@ -211,6 +244,47 @@ pub fn build(client: &Client, namespaces: &[String], routes: Arc<dyn Routes>) ->
         tasks,
         synced,
     }
+}
+
+/// The namespaces `--watch-namespace-selector` selects: the API server tells when one starts or
+/// stops matching (a watch with a label selector sends a deletion when an object stops
+/// matching), so a namespace gaining the label is picked up without a restart.
+fn scope_watch(
+    client: &Client,
+    selector: &str,
+    routes: Arc<dyn Routes>,
+    synced: Arc<watch::Sender<usize>>,
+) -> Task {
+    let (reader, writer) = reflector::store::<PartialObjectMeta<Namespace>>();
+    let stream = watcher::watcher(
+        Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
+        config().labels(selector),
+    )
+    .default_backoff()
+    .reflect(writer);
+    Box::pin(async move {
+        let mut stream = std::pin::pin!(stream);
+        let mut first_list = true;
+        let mut failing = Streak::default();
+        while let Some(ev) = stream.next().await {
+            if ev.is_ok() {
+                failing.recovered("Namespace (selected)", None);
+            }
+            match ev {
+                Ok(Event::Apply(ns)) => routes.scope(ScopeChange::In(ns.name_any())),
+                Ok(Event::Delete(ns)) => routes.scope(ScopeChange::Out(ns.name_any())),
+                Ok(Event::InitDone) => {
+                    if std::mem::take(&mut first_list) {
+                        synced.send_modify(|n| *n += 1);
+                    }
+                    let present = reader.state().iter().map(|n| n.name_any()).collect();
+                    routes.scope(ScopeChange::Listed(present));
+                }
+                Ok(_) => {}
+                Err(e) => failing.failed("Namespace (selected)", None, &e),
+            }
+        }
+    })
 }
 
 /// The route of one of the operator's own kinds: applied, deleted, listed.

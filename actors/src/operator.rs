@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::ResourceExt;
 use prometheus_client::registry::Registry as MetricsRegistry;
 use ractor::{Actor, ActorRef};
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
@@ -23,15 +22,15 @@ use tracing::info;
 use crate::api::ApiMetrics;
 use crate::clock::Clock;
 use crate::context::{Ctx, Inner, OperatorConfig, OwnWrites};
-use crate::informers::{self, Routes};
+use crate::informers::{self, Routes, ScopeChange, Selectors};
 use crate::key::ObjectKey;
 use crate::kind::{Kind, Written};
 use crate::kube_clients::KubeClients;
 use crate::object_actor::{SourceFactory, TeamFactory};
-use crate::routing::{ChildKind, Listed, ServerFacts, SourceFacts, TeamFacts};
+use crate::routing::facts::{server_facts, source_facts, team_facts};
+use crate::routing::{ChildKind, Listed};
 use crate::runtime::events::EventPublisher;
 use crate::runtime::metrics::OperatorMetrics;
-use crate::server::observe::team_server_key;
 use crate::supervisor::{
     ChildSnapshot, KeyedSupervisor, RestartPolicy, SupervisorConfig, SupervisorMetrics,
     SupervisorMsg,
@@ -154,33 +153,6 @@ impl Translate {
     }
 }
 
-fn server_facts(server: &TerdutServer) -> ServerFacts {
-    ServerFacts {
-        uid: server.metadata.uid.clone(),
-        generation: server.metadata.generation,
-        deleting: server.metadata.deletion_timestamp.is_some(),
-        allowed: server.spec.allowed_teams.clone(),
-    }
-}
-
-fn team_facts(team: &TerdutTeam) -> TeamFacts {
-    let status = team.status.as_ref();
-    TeamFacts {
-        server: team_server_key(team),
-        ready: status.is_some_and(|s| terdut_crds::v1alpha1::conditions::is_ready(&s.conditions)),
-        team_id: status.and_then(|s| s.team_id),
-        deleting: team.metadata.deletion_timestamp.is_some(),
-        resource_version: team.resource_version(),
-    }
-}
-
-fn source_facts(source: &TerdutAlertSource) -> SourceFacts {
-    SourceFacts {
-        team: source.spec.team_ref.name.clone(),
-        resource_version: source.resource_version(),
-    }
-}
-
 impl Routes for Translate {
     fn server(&self, key: ObjectKey, obj: Option<Arc<TerdutServer>>) {
         let facts = obj.as_deref().map(server_facts);
@@ -259,6 +231,10 @@ impl Routes for Translate {
             present,
         });
     }
+
+    fn scope(&self, change: ScopeChange) {
+        self.writer.seen(Seen::Scope(change));
+    }
 }
 
 /// The root supervisor, as the writer sends to it.
@@ -293,6 +269,36 @@ impl Metrics {
             supervisor: SupervisorMetrics::register(registry),
         }
     }
+}
+
+/// A selector the API server refuses would make every watch retry forever: ask it once, with
+/// a one-item list, and refuse to start with its answer.
+async fn refuse_bad_selectors(
+    client: &kube::Client,
+    namespaces: &[String],
+    selectors: &Selectors,
+) -> anyhow::Result<()> {
+    use kube::api::{Api, ListParams};
+    if let Some(s) = &selectors.objects {
+        // Where the operator may list: one of its namespaces when it watches a list of them.
+        let teams: Api<TerdutTeam> = match namespaces.first() {
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        };
+        teams
+            .list_metadata(&ListParams::default().labels(s).limit(1))
+            .await
+            .map_err(|e| anyhow::anyhow!("--selector {s:?} is refused by the API server: {e}"))?;
+    }
+    if let Some(s) = &selectors.namespaces {
+        Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
+            .list_metadata(&ListParams::default().labels(s).limit(1))
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!("--watch-namespace-selector {s:?} is refused by the API server: {e}")
+            })?;
+    }
+    Ok(())
 }
 
 /// Starts the operator: informers, writer, tree.
@@ -331,7 +337,13 @@ pub async fn start_with(
         writer: writer.clone(),
         own_writes: own_writes.clone(),
     });
-    let informers = informers::build(&watch, &opts.config.watch_namespaces, routes);
+    let selectors = Selectors {
+        objects: opts.config.selector.clone(),
+        namespaces: opts.config.watch_namespace_selector.clone(),
+    };
+    refuse_bad_selectors(&watch, &opts.config.watch_namespaces, &selectors).await?;
+    let informers =
+        informers::build(&watch, &opts.config.watch_namespaces, &selectors, routes);
     let ctx = Ctx::new(Inner {
         kube: client,
         stores: informers.stores.clone(),
@@ -387,6 +399,7 @@ pub async fn start_with(
             registry: registry.clone(),
             stores: informers.stores.clone(),
             children: children == ChildRuntime::Actors,
+            scoped: selectors.namespaces.is_some(),
         },
     );
 

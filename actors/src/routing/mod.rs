@@ -2,6 +2,7 @@
 //! actor lives (docs/design.md §5, ADR 0008). [`index`] is the pure part; the writer that
 //! sends its commands to the actors is `tree/writer.rs`.
 
+pub mod facts;
 pub mod index;
 
 pub use index::{ChildKind, Command, Host, Index, Listed, ServerFacts, SourceFacts, TeamFacts};

@@ -17,6 +17,8 @@ use tracing::debug;
 pub use super::messages::Registry;
 use super::messages::{ChildrenMsg, ServerMsg};
 use crate::context::Stores;
+use crate::informers::ScopeChange;
+use crate::routing::facts::{server_facts, source_facts, team_facts};
 use crate::key::ObjectKey;
 use crate::object_actor::{ObjectMsg, SourceSpec, TeamSpec};
 use crate::routing::{
@@ -59,6 +61,8 @@ pub enum Seen {
         scope: Option<String>,
         present: BTreeSet<ObjectKey>,
     },
+    /// The namespaces `--watch-namespace-selector` selects changed.
+    Scope(ScopeChange),
 }
 
 /// A host the writer can deliver children to.
@@ -198,6 +202,9 @@ pub struct Outlets {
     /// `false`: something else reconciles teams and sources (the benchmark's baselines); the
     /// writer sends only the servers' commands.
     pub children: bool,
+    /// `true`: only the namespaces `--watch-namespace-selector` selects are reconciled (none
+    /// until its first list).
+    pub scoped: bool,
 }
 
 impl std::fmt::Debug for Outlets {
@@ -213,9 +220,20 @@ pub fn spawn(inbox: Inbox, outlets: Outlets) -> JoinHandle<()> {
     let Inbox(mut rx) = inbox;
     tokio::spawn(async move {
         let mut index = Index::default();
+        let mut scope = Scope(outlets.scoped.then(BTreeSet::new));
         while let Some(msg) = rx.recv().await {
             match msg {
+                WriterMsg::Seen(Seen::Scope(change), at) => {
+                    for seen in scope.change(change, &outlets.stores) {
+                        for command in apply(&mut index, seen) {
+                            outlets.deliver(command, at);
+                        }
+                    }
+                }
                 WriterMsg::Seen(seen, at) => {
+                    let Some(seen) = scope.filter(seen) else {
+                        continue;
+                    };
                     for command in apply(&mut index, seen) {
                         outlets.deliver(command, at);
                     }
@@ -247,6 +265,126 @@ pub fn spawn(inbox: Inbox, outlets: Outlets) -> JoinHandle<()> {
     })
 }
 
+/// The namespaces this instance reconciles: every one (`None`), or those selected. An object
+/// outside is, to the index, an object that does not exist; a namespace entering or leaving
+/// the selection replays its objects from the caches as appearing or going.
+struct Scope(Option<BTreeSet<String>>);
+
+impl Scope {
+    fn contains(&self, namespace: &str) -> bool {
+        self.0.as_ref().is_none_or(|s| s.contains(namespace))
+    }
+
+    /// `seen` as the index may take it; `None`: nothing to tell it.
+    fn filter(&self, seen: Seen) -> Option<Seen> {
+        Some(match seen {
+            Seen::Server { key, facts } => {
+                let facts = facts.filter(|_| self.contains(&key.namespace));
+                Seen::Server { key, facts }
+            }
+            Seen::Team {
+                key,
+                facts,
+                own_version,
+            } => Seen::Team {
+                facts: facts.filter(|_| self.contains(&key.namespace)),
+                key,
+                own_version,
+            },
+            Seen::Source {
+                key,
+                facts,
+                own_version,
+            } => Seen::Source {
+                facts: facts.filter(|_| self.contains(&key.namespace)),
+                key,
+                own_version,
+            },
+            Seen::ServerOwned(key) if !self.contains(&key.namespace) => return None,
+            Seen::WebhookSecret { ref source, .. } if !self.contains(&source.namespace) => {
+                return None;
+            }
+            Seen::Listed {
+                kind,
+                scope,
+                mut present,
+            } => {
+                present.retain(|k| self.contains(&k.namespace));
+                Seen::Listed {
+                    kind,
+                    scope,
+                    present,
+                }
+            }
+            other => other,
+        })
+    }
+
+    /// Applies a change of the selection; returns what the index must hear of it.
+    fn change(&mut self, change: ScopeChange, stores: &Stores) -> Vec<Seen> {
+        let Some(selected) = self.0.as_mut() else {
+            return vec![];
+        };
+        let (entered, left): (Vec<String>, Vec<String>) = match change {
+            ScopeChange::In(ns) => match selected.insert(ns.clone()) {
+                true => (vec![ns], vec![]),
+                false => (vec![], vec![]),
+            },
+            ScopeChange::Out(ns) => match selected.remove(&ns) {
+                true => (vec![], vec![ns]),
+                false => (vec![], vec![]),
+            },
+            ScopeChange::Listed(now) => {
+                let entered = now.difference(selected).cloned().collect();
+                let left = selected.difference(&now).cloned().collect();
+                *selected = now;
+                (entered, left)
+            }
+        };
+        let mut out = vec![];
+        for (namespaces, present) in [(entered, true), (left, false)] {
+            for ns in namespaces {
+                debug!(namespace = %ns, selected = present, "namespace selection changed");
+                out.extend(replay(stores, &ns, present));
+            }
+        }
+        out
+    }
+}
+
+/// Every object of `namespace` in the caches, as appearing (`present`) or going.
+fn replay(stores: &Stores, namespace: &str, present: bool) -> Vec<Seen> {
+    let here = |ns: Option<&String>| ns.map(String::as_str) == Some(namespace);
+    let mut out = vec![];
+    for s in stores.servers.state() {
+        if here(s.metadata.namespace.as_ref()) {
+            out.push(Seen::Server {
+                key: ObjectKey::of(s.as_ref()),
+                facts: present.then(|| server_facts(&s)),
+            });
+        }
+    }
+    for t in stores.teams.state() {
+        if here(t.metadata.namespace.as_ref()) {
+            out.push(Seen::Team {
+                key: ObjectKey::of(t.as_ref()),
+                facts: present.then(|| team_facts(&t)),
+                own_version: false,
+            });
+        }
+    }
+    for s in stores.sources.state() {
+        if here(s.metadata.namespace.as_ref()) {
+            out.push(Seen::Source {
+                key: ObjectKey::of(s.as_ref()),
+                facts: present.then(|| source_facts(&s)),
+                own_version: false,
+            });
+        }
+    }
+    out
+}
+
 /// The index's answer to one observation.
 fn apply(index: &mut Index, seen: Seen) -> Vec<Command> {
     match seen {
@@ -275,6 +413,8 @@ fn apply(index: &mut Index, seen: Seen) -> Vec<Command> {
             scope,
             present,
         } => index.listed(kind, scope.as_deref(), &present),
+        // Handled by the writer's `Scope` before the index.
+        Seen::Scope(_) => vec![],
     }
 }
 

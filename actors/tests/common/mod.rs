@@ -55,44 +55,12 @@ pub async fn operator() -> &'static TestOperator {
                 .build()
                 .unwrap();
             rt.block_on(async move {
-                terdut_actors::api::init_tls();
-                let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-                let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-                    .await
-                    .unwrap();
-                let clients =
-                    terdut_actors::kube_clients::KubeClients::from_config(config).unwrap();
-                let mut registry = prometheus_client::registry::Registry::default();
-                let metrics = Metrics::register(&mut registry);
-                let opts = StartOptions {
-                    config: OperatorConfig {
-                        resync: Duration::from_secs(300),
-                        server_url_template: "http://127.0.0.1:{port}".into(),
-                        cluster_domain: "cluster.local".into(),
-                        api_timeout: Duration::from_secs(3),
-                        call_timeout: Duration::from_secs(5),
-                        test_hooks: true,
-                        // A team waiting for a user to sign up retries every 2s, not 30s.
-                        blocked_retry: Duration::from_secs(2),
-                        watch_namespaces: Vec::new(),
-                        // Small, so every test also runs with passes queueing for a slot
-                        // (a pass waiting on another pass's slot would hang a test).
-                        max_concurrent_passes: 2,
-                        // Short, so every test also runs with actors passivated between its
-                        // steps and brought back by events and deadlines.
-                        passivate_after: Some(Duration::from_secs(3)),
-                    },
-                    restart_policy: test_policy(),
-                    clock: Arc::new(SystemClock),
-                    instance: "test".into(),
-                };
-                let mut running = operator::start(clients, metrics, opts).await.unwrap();
-                running.wait_synced().await;
+                let (running, registry) = start_operator(&kubeconfig, test_config()).await;
                 let _ = tx.send(TestOperator {
                     ctx: running.ctx.clone(),
                     servers: running.tree.servers.clone(),
                     tree: running.tree.clone(),
-                    registry: Arc::new(registry),
+                    registry,
                 });
                 std::future::pending::<()>().await;
             });
@@ -118,6 +86,56 @@ where
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The operator settings of the tests: test hooks on, the API of every TerdutServer at
+/// `http://127.0.0.1:{servicePort}`, short retries and idle periods.
+pub fn test_config() -> OperatorConfig {
+    OperatorConfig {
+        resync: Duration::from_secs(300),
+        server_url_template: "http://127.0.0.1:{port}".into(),
+        cluster_domain: "cluster.local".into(),
+        api_timeout: Duration::from_secs(3),
+        call_timeout: Duration::from_secs(5),
+        test_hooks: true,
+        // A team waiting for a user to sign up retries every 2s, not 30s.
+        blocked_retry: Duration::from_secs(2),
+        // Small, so every test also runs with passes queueing for a slot (a pass waiting on
+        // another pass's slot would hang a test).
+        max_concurrent_passes: 2,
+        // Short, so every test also runs with actors passivated between its steps and
+        // brought back by events and deadlines.
+        passivate_after: Some(Duration::from_secs(3)),
+        ..OperatorConfig::default()
+    }
+}
+
+/// Starts an operator with `config` as the identity of `kubeconfig`, in the calling runtime,
+/// and waits until its informers listed.
+pub async fn start_operator(
+    kubeconfig: &std::path::Path,
+    config: OperatorConfig,
+) -> (
+    terdut_actors::operator::RunningOperator,
+    Arc<prometheus_client::registry::Registry>,
+) {
+    terdut_actors::api::init_tls();
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
+    let kube_config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    let clients = terdut_actors::kube_clients::KubeClients::from_config(kube_config).unwrap();
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let opts = StartOptions {
+        config,
+        restart_policy: test_policy(),
+        clock: Arc::new(SystemClock),
+        instance: "test".into(),
+    };
+    let mut running = operator::start(clients, metrics, opts).await.unwrap();
+    running.wait_synced().await;
+    (running, Arc::new(registry))
 }
 
 /// Control plane, a fresh client and a namespace for one test.

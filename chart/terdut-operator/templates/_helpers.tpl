@@ -139,7 +139,7 @@ extraArgs and extraEnv must not repeat what the chart sets: the operator refuses
 twice (so the pod would crash-loop), and a second POD_NAME would change its Lease identity.
 */}}
 {{- define "terdut-operator.checkExtras" -}}
-{{- $flags := list "--http-addr" "--resync" "--api-timeout" "--max-concurrent-reconciles" "--server-url-template" "--cluster-domain" "--leader-elect" "--lease-name" "--log-format" "--log-level" "--watch-namespaces" -}}
+{{- $flags := list "--http-addr" "--resync" "--api-timeout" "--max-concurrent-reconciles" "--server-url-template" "--cluster-domain" "--leader-elect" "--lease-name" "--log-format" "--log-level" "--watch-namespaces" "--selector" "--watch-namespace-selector" "--passivate-after" -}}
 {{- range .Values.extraArgs -}}
 {{- $flag := regexReplaceAll "=.*$" (toString .) "" -}}
 {{- if has $flag $flags -}}
