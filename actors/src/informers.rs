@@ -154,7 +154,12 @@ pub fn build(
         object(&routes, Listed::Source, |r, k, o| r.source(k, o)),
     );
     if let Some(selector) = &selectors.namespaces {
-        tasks.push(scope_watch(client, selector, routes.clone(), synced_tx.clone()));
+        tasks.push(scope_watch(
+            client,
+            selector,
+            routes.clone(),
+            synced_tx.clone(),
+        ));
     }
     let deployments = watch.kind::<Deployment, _>(
         config().labels(&owned),

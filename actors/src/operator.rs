@@ -295,7 +295,9 @@ async fn refuse_bad_selectors(
             .list_metadata(&ListParams::default().labels(s).limit(1))
             .await
             .map_err(|e| {
-                anyhow::anyhow!("--watch-namespace-selector {s:?} is refused by the API server: {e}")
+                anyhow::anyhow!(
+                    "--watch-namespace-selector {s:?} is refused by the API server: {e}"
+                )
             })?;
     }
     Ok(())
@@ -342,8 +344,7 @@ pub async fn start_with(
         namespaces: opts.config.watch_namespace_selector.clone(),
     };
     refuse_bad_selectors(&watch, &opts.config.watch_namespaces, &selectors).await?;
-    let informers =
-        informers::build(&watch, &opts.config.watch_namespaces, &selectors, routes);
+    let informers = informers::build(&watch, &opts.config.watch_namespaces, &selectors, routes);
     let ctx = Ctx::new(Inner {
         kube: client,
         stores: informers.stores.clone(),

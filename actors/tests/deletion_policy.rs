@@ -115,7 +115,11 @@ async fn an_orphaned_integration_keeps_its_key_and_its_secret_leaves_the_operato
         .await
         .expect("the webhook Secret is kept");
     assert!(
-        kept.metadata.owner_references.clone().unwrap_or_default().is_empty(),
+        kept.metadata
+            .owner_references
+            .clone()
+            .unwrap_or_default()
+            .is_empty(),
         "no owner left, so garbage collection keeps it"
     );
     assert!(

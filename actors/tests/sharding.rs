@@ -168,7 +168,10 @@ async fn a_namespace_is_picked_up_when_it_gains_the_label_and_dropped_when_it_lo
 
     let servers: Api<TerdutServer> = Api::namespaced(client.clone(), &ns);
     servers
-        .create(&PostParams::default(), &test_server("terdut", i32::from(PORT_C)))
+        .create(
+            &PostParams::default(),
+            &test_server("terdut", i32::from(PORT_C)),
+        )
         .await
         .unwrap();
     let teams: Api<TerdutTeam> = Api::namespaced(client.clone(), &ns);
@@ -180,7 +183,11 @@ async fn a_namespace_is_picked_up_when_it_gains_the_label_and_dropped_when_it_lo
     tokio::time::sleep(Duration::from_secs(3)).await;
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), &ns);
     assert!(
-        secrets.get_opt("terdut-operator-key").await.unwrap().is_none(),
+        secrets
+            .get_opt("terdut-operator-key")
+            .await
+            .unwrap()
+            .is_none(),
         "an unselected namespace is left alone"
     );
     assert!(teams.get("t").await.unwrap().status.is_none());
@@ -217,7 +224,10 @@ async fn a_namespace_is_picked_up_when_it_gains_the_label_and_dropped_when_it_lo
             .then_some(())
     })
     .await;
-    assert!(teams.get("t").await.is_ok(), "the object itself is untouched");
+    assert!(
+        teams.get("t").await.is_ok(),
+        "the object itself is untouched"
+    );
     op.stop().await;
 }
 

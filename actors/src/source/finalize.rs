@@ -37,9 +37,9 @@ use tracing::info;
 
 use super::SourceMemory;
 use super::names::{FINALIZER, external_id, secret_labels, secret_name};
-use super::secret::controlled_by;
 use super::observe::{self, Read, TeamCheck, verify_team};
 use super::plan::{integration_kind, lookup_id};
+use super::secret::controlled_by;
 use super::status::{DesiredStatus, Outcome, desired_status};
 use crate::api::{ApiError, Deletion, Id, NewIntegration, TerdutClient};
 use crate::consent::Consent;
@@ -326,9 +326,13 @@ async fn orphan(ctx: &Ctx, source: &TerdutAlertSource) -> Result<Cleanup, Reconc
             secrets
                 .replace(&name, &PostParams::default(), &detached(secret, &uid))
                 .await
-                .map_err(|e| ReconcileError::kube("update", format!("Secret {}/{name}", key.namespace), e))?;
+                .map_err(|e| {
+                    ReconcileError::kube("update", format!("Secret {}/{name}", key.namespace), e)
+                })?;
             ctx.metrics.kube_write("Secret", "replace");
-            format!("; its webhook Secret {name} was kept and is no longer managed by the operator (delete it when done)")
+            format!(
+                "; its webhook Secret {name} was kept and is no longer managed by the operator (delete it when done)"
+            )
         }
         _ => String::new(),
     };

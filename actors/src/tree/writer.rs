@@ -18,9 +18,9 @@ pub use super::messages::Registry;
 use super::messages::{ChildrenMsg, ServerMsg};
 use crate::context::Stores;
 use crate::informers::ScopeChange;
-use crate::routing::facts::{server_facts, source_facts, team_facts};
 use crate::key::ObjectKey;
 use crate::object_actor::{ObjectMsg, SourceSpec, TeamSpec};
+use crate::routing::facts::{server_facts, source_facts, team_facts};
 use crate::routing::{
     ChildKind, Command, Host, Index, Listed, ServerFacts, SourceFacts, TeamFacts,
 };
