@@ -84,10 +84,26 @@ async fn main() -> anyhow::Result<()> {
     } else {
         (None, Some(lead_tx))
     };
+    // A standby is ready once the API server answers (docs: runtime/http.rs): it has no caches
+    // to sync, and a not-ready standby would stall `helm install --wait`, evictions and
+    // rollouts.
+    let standby = {
+        let (client, readiness) = (client.clone(), readiness.clone());
+        tokio::spawn(async move {
+            loop {
+                match client.apiserver_version().await {
+                    Ok(_) => break readiness.set_standby(),
+                    Err(e) => tracing::debug!(error = %e, "API server not answering yet"),
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            }
+        })
+    };
     tokio::select! {
         _ = leading.wait_for(|l| *l) => {}
         () = stop.cancelled() => return Ok(()),
     }
+    standby.abort();
     readiness.set_leader(true);
     metrics.operator.set_leader(true);
 

@@ -1,9 +1,11 @@
 //! The operator's own HTTP endpoints: `/metrics`, `/healthz`, `/readyz`.
 //!
-//! Readiness policy (a decision, not an accident): a replica is ready once its caches have
-//! synced, **whether it leads or stands by**. A standby that reported not-ready would deadlock
-//! a rolling update with `maxUnavailable: 0`: the new pod could only lead after the old leader
-//! stops, and the old leader is only stopped once the new pod is ready. Nothing routes traffic
+//! Readiness policy (a decision, not an accident): the leader is ready once its caches have
+//! synced; **a standby is ready once it reaches the API server and campaigns** (it runs no
+//! informers, so it has no caches to wait for). A standby that reported not-ready would
+//! deadlock a rolling update with `maxUnavailable: 0` (the new pod could only lead after the
+//! old leader stops, and the old leader is only stopped once the new pod is ready), keep
+//! `helm install --wait` waiting and the PDB from allowing an eviction. Nothing routes traffic
 //! to the operator by readiness, so a ready standby costs nothing; who leads is visible in the
 //! `/readyz` body and the `leader` gauge instead.
 
@@ -34,12 +36,18 @@ pub struct Readiness(Arc<Flags>);
 struct Flags {
     synced: AtomicBool,
     leader: AtomicBool,
+    standby: AtomicBool,
 }
 
 impl Readiness {
     /// The informer caches have completed their initial list. Never goes back.
     pub fn set_synced(&self) {
         self.0.synced.store(true, Ordering::Release);
+    }
+
+    /// This replica reached the API server and campaigns for the Lease.
+    pub fn set_standby(&self) {
+        self.0.standby.store(true, Ordering::Release);
     }
 
     /// Whether this replica currently holds the leader Lease.
@@ -57,9 +65,14 @@ impl Readiness {
         self.0.leader.load(Ordering::Acquire)
     }
 
-    /// Ready for `/readyz`: synced, as leader or as standby (see the module docs).
+    /// Ready for `/readyz`: a leader whose caches synced, or a campaigning standby (see the
+    /// module docs).
     pub fn is_ready(&self) -> bool {
-        self.is_synced()
+        if self.is_leader() {
+            self.is_synced()
+        } else {
+            self.is_synced() || self.0.standby.load(Ordering::Acquire)
+        }
     }
 }
 
@@ -107,9 +120,13 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
     match (r.is_ready(), r.is_leader()) {
         (true, true) => (StatusCode::OK, "ready: leader\n"),
         (true, false) => (StatusCode::OK, "ready: standby\n"),
-        (false, _) => (
+        (false, true) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: caches not synced\n",
+            "not ready: leader, caches not synced yet\n",
+        ),
+        (false, false) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: the API server has not answered yet\n",
         ),
     }
 }
@@ -244,12 +261,19 @@ mod tests {
 
         assert_eq!(get("/healthz").await.0, 200);
         assert_eq!(get("/readyz").await.0, 503);
-        readiness.set_synced();
+        // A standby that reaches the API server is ready without caches (it has none).
+        readiness.set_standby();
         assert_eq!(
             get("/readyz").await,
             (200, ctype_text(), "ready: standby\n".into())
         );
+        // Elected: not ready again until its caches synced.
         readiness.set_leader(true);
+        assert_eq!(
+            get("/readyz").await.2,
+            "not ready: leader, caches not synced yet\n"
+        );
+        readiness.set_synced();
         assert_eq!(get("/readyz").await.2, "ready: leader\n");
 
         stop.cancel();

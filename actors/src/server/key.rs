@@ -109,9 +109,10 @@ pub fn is_valid_key(s: &str) -> bool {
 
 /// The key Secret, to be created (never applied over an existing one, docs/design.md §6).
 ///
-/// `immutable: true` makes the API server enforce "never overwritten while it exists": nobody,
-/// the operator included, can change the key in place; deleting the Secret is the one way to
-/// rotate it, which is the documented one (docs/design.md §6).
+/// Created once, never written again by the operator (deleting it is how a user rotates the
+/// key, docs/design.md §6). Deliberately not `immutable`: the kubelet never refreshes an
+/// immutable Secret it has cached, so after a rotation the new pods, started while the old
+/// ones still ran on the node, got the old key (found on a real node, docs/node.md).
 pub fn key_secret(parent: &Parent, key: &OperatorKeyValue) -> Secret {
     Secret {
         metadata: ObjectMeta {
@@ -122,7 +123,6 @@ pub fn key_secret(parent: &Parent, key: &OperatorKeyValue) -> Secret {
             ..Default::default()
         },
         type_: Some("Opaque".into()),
-        immutable: Some(true),
         data: Some(BTreeMap::from([(
             KEY_SECRET_DATA_KEY.to_owned(),
             ByteString(key.expose().as_bytes().to_vec()),
@@ -243,7 +243,7 @@ mod tests {
     }
 
     #[test]
-    fn secret_is_owned_labelled_immutable_and_carries_the_token() {
+    fn secret_is_owned_labelled_mutable_and_carries_the_token() {
         let p = parent();
         let s = key_secret(&p, &key(3));
         assert_eq!(s.metadata.name.as_deref(), Some("terdut-operator-key"));
@@ -253,7 +253,8 @@ mod tests {
         assert_eq!(labels[LABEL_MANAGED], "true");
         assert_eq!(labels[LABEL_SERVER], "terdut");
         assert_eq!(s.type_.as_deref(), Some("Opaque"));
-        assert_eq!(s.immutable, Some(true));
+        // Mutable, or a kubelet keeps serving the old key after a rotation.
+        assert_eq!(s.immutable, None);
         let token = &s.data.as_ref().unwrap()["token"];
         assert_eq!(token.0, key(3).expose().as_bytes());
         assert!(s.string_data.is_none());
