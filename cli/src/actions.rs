@@ -47,29 +47,16 @@ async fn annotate(
     Ok(())
 }
 
-/// The operator honours the pause annotation on TerdutTeams only; setting it elsewhere would
-/// look like a pause and change nothing.
-fn pausable(target: &KindName) -> anyhow::Result<()> {
-    if target.kind != Kind::Team {
-        bail!(
-            "the operator honours {PAUSE_ANNOTATION} on TerdutTeams only, not on {}",
-            target.kind
-        );
-    }
-    Ok(())
-}
-
 pub async fn pause(client: &Client, namespace: &str, target: &KindName) -> anyhow::Result<String> {
-    pausable(target)?;
     annotate(client, namespace, target, PAUSE_ANNOTATION, json!("true")).await?;
+    // docs/design.md §5: one annotation, one meaning on every kind.
     Ok(format!(
-        "{} {namespace}/{} paused: no calls to the server until `kubectl terdut resume`",
+        "{} {namespace}/{} paused: no writes to the server or to Kubernetes until `kubectl terdut resume`",
         target.kind, target.name
     ))
 }
 
 pub async fn resume(client: &Client, namespace: &str, target: &KindName) -> anyhow::Result<String> {
-    pausable(target)?;
     annotate(client, namespace, target, PAUSE_ANNOTATION, Value::Null).await?;
     Ok(format!(
         "{} {namespace}/{} resumed",

@@ -122,8 +122,20 @@ pub fn render(kind: Kind, why: &Why, max_events: usize, now: Timestamp) -> Strin
         }
         Some(_) => out.push_str("  nothing to do\n"),
         None => out.push_str(
-            "  not published: the operator writes no plan to status (no observe-only mode)\n",
+            "  none published: the operator writes status.plan for spec.management: ObserveOnly\n",
         ),
+    }
+    if let Some(last) = why.object.data.pointer("/status/lastApplied") {
+        let time = last.get("time").and_then(Value::as_str).unwrap_or("?");
+        out.push_str(&format!("\nLast applied ({time}):\n"));
+        for c in last
+            .get("changes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            out.push_str(&format!("  - {}\n", c.as_str().unwrap_or_default()));
+        }
     }
 
     out.push_str("\nRunbook:\n");

@@ -71,6 +71,7 @@ async fn golden_objects(cp: &ControlPlane, client: &Client) {
                 accepted: 2,
                 refused: 1,
             }),
+            ..Default::default()
         },
     )
     .await;
@@ -82,6 +83,7 @@ async fn golden_objects(cp: &ControlPlane, client: &Client) {
             conditions: vec![cond("Ready", ready, reason, message)],
             observed_generation: Some(1),
             team_id: id,
+            ..Default::default()
         };
     let on = (platform, "terdut");
     common::team(
@@ -149,6 +151,7 @@ async fn golden_objects(cp: &ControlPlane, client: &Client) {
             observed_generation: Some(1),
             integration_id: id,
             webhook_url_secret_ref: secret.map(|s| LocalObjectRef { name: s.into() }),
+            ..Default::default()
         }
     };
     common::source(
@@ -285,6 +288,7 @@ async fn why_shows_conditions_events_and_the_runbook_row() {
         )],
         observed_generation: Some(1),
         team_id: Some(9),
+        ..Default::default()
     };
     status
         .conditions
@@ -352,7 +356,7 @@ async fn why_shows_conditions_events_and_the_runbook_row() {
         "Events (last 2 of 2, newest last):",
         "team 9 created",
         "ApplyEscalation   3",
-        "not published",
+        "none published",
         "Ready=False (UnknownUser)   docs/runbook.md#terdutteam",
         "What to do: Have the user sign up",
     ] {
@@ -370,6 +374,29 @@ async fn why_shows_conditions_events_and_the_runbook_row() {
         tail.contains("Events (last 1 of 2") && !tail.contains("team 9 created"),
         "{tail}"
     );
+
+    // An observe-only team publishes its plan; the last applied changes show too.
+    let teams: Api<terdut_crds::v1alpha1::TerdutTeam> = Api::namespaced(client.clone(), &ns);
+    teams
+        .patch_status(
+            "payments",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"status": {
+                "plan": ["rename team 9 to \"Payments EU\""],
+                "lastApplied": {"time": "2026-12-01T12:00:00Z", "changes": ["create the team x/payments"]},
+            }})),
+        )
+        .await
+        .unwrap();
+    let out = run(&client, &["why", "team/payments", "-n", &ns], false)
+        .await
+        .unwrap();
+    for want in [
+        "Plan:\n  - rename team 9 to \"Payments EU\"\n",
+        "Last applied (2026-12-01T12:00:00Z):\n  - create the team x/payments\n",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
 
     // A server: the Ready row and the failing KeyAccepted row.
     let out = run(&client, &["why", "tds/terdut", "-n", &ns], false)
@@ -438,10 +465,19 @@ async fn pause_resume_and_reconcile_write_the_annotations() {
         None
     );
 
-    let err = run(&client, &["pause", "source/am", "-n", &ns], false)
+    // Every kind honours the annotation (docs/design.md §5).
+    run(&client, &["pause", "source/am", "-n", &ns], false)
         .await
-        .unwrap_err();
-    assert!(err.to_string().contains("TerdutTeams only"), "{err}");
+        .unwrap();
+    assert_eq!(
+        annotation(&client, Kind::Source, &ns, "am", paused)
+            .await
+            .as_deref(),
+        Some("true")
+    );
+    run(&client, &["resume", "source/am", "-n", &ns], false)
+        .await
+        .unwrap();
     assert_eq!(
         annotation(&client, Kind::Source, &ns, "am", paused).await,
         None

@@ -8,12 +8,15 @@ use kube::{Resource, ResourceExt};
 use terdut_crds::v1alpha1::conditions::{READY, find};
 use tracing::{debug, warn};
 
-use super::{Finalized, Next, Pass, Pipeline, Streak, Verdict};
+use terdut_crds::v1alpha1::Management;
+
+use super::{Finalized, Next, Pass, Pipeline, Streak, Verdict, paused_by_annotation};
 use crate::context::Ctx;
 use crate::crash_loop::Conditioned;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
 use crate::tree::Parent;
+use crate::write::shared::{PausedBy, Shared};
 use crate::write::{self, Managed};
 
 /// What the driver keeps for one object between passes.
@@ -93,13 +96,33 @@ impl<P: Pipeline> Driver<P> {
         }
         let started = ctx.clock.now();
         let pass = Pass { ctx, parent };
+        let paused = if paused_by_annotation(object) {
+            Some(PausedBy::Annotation)
+        } else {
+            P::paused_by(ctx, object)
+        };
         let result = if object.meta().deletion_timestamp.is_some() {
+            // Deletion cleans up even while paused (docs/design.md §5 "Pause").
             self.finalize(pass, object, memory).await
-        } else if let Some(desired) = P::paused(object) {
-            debug!(kind, object = %ObjectKey::of(object), "paused");
-            write::status::write(ctx, object, &desired, P::patch, &mut memory.written)
-                .await
-                .map(|()| Next::Resync)
+        } else if let Some(by) = paused {
+            debug!(kind, object = %ObjectKey::of(object), ?by, "paused");
+            self.pipeline
+                .read_only(pass, object, None, &mut memory.kind)
+                .await;
+            let shared = Shared {
+                paused: Some(by),
+                ..Shared::default()
+            };
+            write::status::write::<_, P::Desired>(
+                ctx,
+                object,
+                None,
+                P::patch,
+                &mut memory.written,
+                &shared,
+            )
+            .await
+            .map(|()| Next::Resync)
         } else {
             self.converge(pass, object, memory).await
         };
@@ -125,9 +148,15 @@ impl<P: Pipeline> Driver<P> {
                     debug!(kind, object = %key, error = %e, attempt = memory.streak.failures + 1, "reconcile failed again");
                 }
                 if let Some(desired) = P::failed(object, &e)
-                    && let Err(w) =
-                        write::status::write(ctx, object, &desired, P::patch, &mut memory.written)
-                            .await
+                    && let Err(w) = write::status::write(
+                        ctx,
+                        object,
+                        Some(&desired),
+                        P::patch,
+                        &mut memory.written,
+                        &Shared::default(),
+                    )
+                    .await
                 {
                     debug!(kind, object = %key, error = %w, "could not record the failure in status");
                 }
@@ -153,18 +182,47 @@ impl<P: Pipeline> Driver<P> {
             .await?;
         let plan = P::plan(object, &observed);
         debug!(kind = P::KIND.label(), object = %ObjectKey::of(object), ?plan, "planned");
+        let changes = P::changes(object, &observed, &plan);
+        if P::management(object) == Management::ObserveOnly {
+            // docs/design.md §5 "Management": the plan, in status; nothing else is written.
+            self.pipeline
+                .read_only(pass, object, Some(&observed), &mut memory.kind)
+                .await;
+            let verdict = P::planned(object, &observed, &plan, changes.as_deref(), &memory.kind);
+            self.announce(object, &verdict).await;
+            let shared = Shared {
+                plan: changes,
+                ..Shared::default()
+            };
+            write::status::write(
+                &self.ctx,
+                object,
+                Some(&verdict.desired),
+                P::patch,
+                &mut memory.written,
+                &shared,
+            )
+            .await?;
+            return Ok(verdict.next);
+        }
         let applied = self
             .pipeline
             .apply(pass, object, observed, plan, &mut memory.kind)
             .await?;
         let verdict = P::status(object, &applied);
         self.announce(object, &verdict).await;
+        let shared = Shared {
+            plan: Some(vec![]),
+            applied: changes.filter(|_| P::completed(&applied)),
+            ..Shared::default()
+        };
         write::status::write(
             &self.ctx,
             object,
-            &verdict.desired,
+            Some(&verdict.desired),
             P::patch,
             &mut memory.written,
+            &shared,
         )
         .await?;
         Ok(verdict.next)
@@ -187,9 +245,10 @@ impl<P: Pipeline> Driver<P> {
                     write::status::write(
                         &self.ctx,
                         object,
-                        &desired,
+                        Some(&desired),
                         P::patch,
                         &mut memory.written,
+                        &Shared::default(),
                     )
                     .await?;
                 }

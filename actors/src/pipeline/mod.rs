@@ -4,7 +4,10 @@
 //! [`Pipeline`]; [`driver::Driver`] runs it the same way for all three and owns what is not
 //! the kind's business: deletion versus convergence, pause, timing and metrics, the failure
 //! streak (one warning per streak), the Ready announcement (once per reason), the status
-//! write (`write::status`), and when the next pass is due ([`Next`]). What drives the driver
+//! write (`write::status`), and when the next pass is due ([`Next`]); and the two controls
+//! every kind has the same way (docs/design.md §5 "Pause", "Management"): the pause
+//! annotation (no writes at all) and `spec.management: ObserveOnly` (observe and plan, write
+//! only the status with the plan in it). What drives the driver
 //! (an actor of the tree, or kube-runtime's `Controller` in the benchmark) only keeps
 //! [`driver::Memory`] between passes and arms a timer with the delay it returns.
 
@@ -18,12 +21,29 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 pub use driver::{Driver, Memory};
 pub use next::{Next, Streak};
 
+use terdut_crds::v1alpha1::Management;
+
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::kind::Kind;
 use crate::runtime::events::EventType;
 use crate::tree::Parent;
 use crate::write::Managed;
+use crate::write::shared::PausedBy;
+
+/// The annotation that pauses any of the three kinds (`"true"`).
+pub const PAUSE_ANNOTATION: &str = "terdut.ryuvia.com/paused";
+
+/// Whether `object`'s own annotation pauses it.
+pub fn paused_by_annotation<K: kube::Resource>(object: &K) -> bool {
+    object
+        .meta()
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(PAUSE_ANNOTATION))
+        .map(String::as_str)
+        == Some("true")
+}
 
 /// What a pass of one object gets: the shared context and who to ask for the credentials and
 /// consent of a server (the actor's parent in the tree).
@@ -125,9 +145,46 @@ pub trait Pipeline: Send + Sync + 'static {
     /// is (the error is in the logs, metrics and retry).
     fn failed(object: &Self::Object, error: &ReconcileError) -> Option<Self::Desired>;
 
-    /// PURE: the status while the object is paused (docs/configuration.md), or `None` when
-    /// it is not paused.
-    fn paused(object: &Self::Object) -> Option<Self::Desired>;
+    /// What pauses the object besides its own annotation (an alert source: its team's).
+    fn paused_by(_ctx: &Ctx, _object: &Self::Object) -> Option<PausedBy> {
+        None
+    }
+
+    /// What a paused or `ObserveOnly` pass still does, writing nothing (a server refreshes
+    /// the client its children ask for); `observed` is this pass's observation, if it made one.
+    fn read_only<'a>(
+        &'a self,
+        _pass: Pass<'a>,
+        _object: &'a Self::Object,
+        _observed: Option<&'a Self::Observed>,
+        _memory: &'a mut Self::Memory,
+    ) -> impl Future<Output = ()> + Send + 'a {
+        async {}
+    }
+
+    /// `spec.management`.
+    fn management(object: &Self::Object) -> Management;
+
+    /// PURE: the changes `plan` would make, one short line each, never a secret; `None` when
+    /// the observation ended the pass before anything could be planned.
+    fn changes(
+        object: &Self::Object,
+        observed: &Self::Observed,
+        plan: &Self::Plan,
+    ) -> Option<Vec<String>>;
+
+    /// PURE: the status of an `ObserveOnly` pass that planned `plan` (`changes` in words) and
+    /// made none of it.
+    fn planned(
+        object: &Self::Object,
+        observed: &Self::Observed,
+        plan: &Self::Plan,
+        changes: Option<&[String]>,
+        memory: &Self::Memory,
+    ) -> Verdict<Self::Desired>;
+
+    /// PURE: whether applying made the planned changes (they then show as `lastApplied`).
+    fn completed(applied: &Self::Applied) -> bool;
 
     /// PURE: the status patch, `None` when `desired` shows nothing new over `current`.
     fn patch(
@@ -143,4 +200,26 @@ pub trait Pipeline: Send + Sync + 'static {
         object: &'a Self::Object,
         memory: &'a mut Self::Memory,
     ) -> impl Future<Output = Result<Finalized<Self::Desired>, ReconcileError>> + Send + 'a;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use terdut_crds::v1alpha1::TerdutTeam;
+
+    #[test]
+    fn only_the_value_true_pauses() {
+        let mut team: TerdutTeam = serde_json::from_value(serde_json::json!({
+            "apiVersion": "terdut.ryuvia.com/v1alpha1", "kind": "TerdutTeam",
+            "metadata": {"name": "t"},
+            "spec": {"serverRef": {"name": "s"}, "displayName": "T"},
+        }))
+        .unwrap();
+        assert!(!paused_by_annotation(&team));
+        for (value, paused) in [("false", false), ("yes", false), ("true", true)] {
+            team.metadata.annotations =
+                Some([(PAUSE_ANNOTATION.to_owned(), value.to_owned())].into());
+            assert_eq!(paused_by_annotation(&team), paused, "{value}");
+        }
+    }
 }

@@ -23,6 +23,7 @@ pub fn team_facts(team: &TerdutTeam) -> TeamFacts {
         ready: status.is_some_and(|s| terdut_crds::v1alpha1::conditions::is_ready(&s.conditions)),
         team_id: status.and_then(|s| s.team_id),
         deleting: team.metadata.deletion_timestamp.is_some(),
+        paused: crate::pipeline::paused_by_annotation(team),
         resource_version: team.resource_version(),
     }
 }

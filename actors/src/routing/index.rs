@@ -72,13 +72,15 @@ pub struct TeamFacts {
     pub ready: bool,
     pub team_id: Option<i64>,
     pub deleting: bool,
+    /// The team's pause annotation: its sources pause with it (docs/design.md §5 "Pause").
+    pub paused: bool,
     pub resource_version: Option<String>,
 }
 
 impl TeamFacts {
-    /// What an alert source waits for of its team (§5: Ready, with an id).
-    fn gate(&self) -> (bool, Option<i64>, bool) {
-        (self.ready, self.team_id, self.deleting)
+    /// What an alert source waits for of its team (§5: Ready, with an id, not paused).
+    fn gate(&self) -> (bool, Option<i64>, bool, bool) {
+        (self.ready, self.team_id, self.deleting, self.paused)
     }
 }
 

@@ -38,6 +38,7 @@ fn team(rv: &str) -> TeamFacts {
         ready: false,
         team_id: None,
         deleting: false,
+        paused: false,
         resource_version: Some(rv.into()),
     }
 }
@@ -234,6 +235,32 @@ fn a_team_turning_ready_wakes_its_server_and_its_sources_and_nothing_else() {
             Command::EnsureServer(key(SERVER)),
             on(&at_server(), S, "platform/am"),
         ]
+    );
+}
+
+#[test]
+fn pausing_or_resuming_a_team_wakes_its_sources_but_not_its_server() {
+    let mut index = Index::default();
+    index.server(key(SERVER), Some(server(1)));
+    index.team(key("platform/a"), Some(ready("1", 7)), false);
+    index.source(key("platform/am"), Some(source("a", "1")), false);
+    let paused = TeamFacts {
+        paused: true,
+        ..ready("2", 7)
+    };
+    let woken = index.team(key("platform/a"), Some(paused), false);
+    assert!(
+        woken.contains(&on(&at_server(), S, "platform/am")),
+        "{woken:?}"
+    );
+    assert!(
+        !woken.contains(&Command::EnsureServer(key(SERVER))),
+        "{woken:?}"
+    );
+    let woken = index.team(key("platform/a"), Some(ready("3", 7)), false);
+    assert!(
+        woken.contains(&on(&at_server(), S, "platform/am")),
+        "{woken:?}"
     );
 }
 

@@ -37,6 +37,7 @@ use terdut_crds::v1alpha1::{TerdutServer, TerdutServerStatus};
 use crate::error::ReconcileError;
 use crate::kind::Kind;
 use crate::pipeline::{Finalized, Pass, Pipeline, Verdict};
+use terdut_crds::v1alpha1::Management;
 
 /// Annotation that makes the server's actor panic when the operator runs with test hooks on;
 /// how tests prove per-object isolation. Ignored otherwise.
@@ -122,8 +123,60 @@ impl Pipeline for Server {
         None
     }
 
-    fn paused(_server: &TerdutServer) -> Option<status::DesiredStatus> {
-        None
+    async fn read_only<'a>(
+        &'a self,
+        pass: Pass<'a>,
+        server: &'a TerdutServer,
+        observed: Option<&'a observe::Observation>,
+        memory: &'a mut ServerMemory,
+    ) {
+        // The children keep asking for the client while the server is paused or only observed:
+        // building it reads the key Secret and asks the server, and writes nothing.
+        let fresh;
+        let observation = match observed {
+            Some(o) => o,
+            None => match observe::observe(pass.ctx, server).await {
+                Ok(o) => {
+                    fresh = o;
+                    &fresh
+                }
+                Err(_) => return,
+            },
+        };
+        memory.published = Some(memory.client.refresh(pass.ctx, server, observation).await);
+    }
+
+    fn management(server: &TerdutServer) -> Management {
+        server.spec.management
+    }
+
+    fn changes(
+        _server: &TerdutServer,
+        _observed: &observe::Observation,
+        plan: &Result<plan::Plan, String>,
+    ) -> Option<Vec<String>> {
+        plan.as_ref()
+            .ok()
+            .map(|p| p.steps.iter().map(plan::describe).collect())
+    }
+
+    fn planned(
+        server: &TerdutServer,
+        _observed: &observe::Observation,
+        plan: &Result<plan::Plan, String>,
+        changes: Option<&[String]>,
+        memory: &ServerMemory,
+    ) -> Verdict<status::DesiredStatus> {
+        status::planned(
+            server,
+            plan,
+            changes.unwrap_or_default(),
+            memory.published.as_ref(),
+        )
+    }
+
+    fn completed(applied: &Applied) -> bool {
+        applied.failure.is_none() && !applied.raced
     }
 
     fn patch(

@@ -105,6 +105,24 @@ pub struct Plan {
     pub status: DesiredStatus,
 }
 
+/// The step in words, for the plan in status and the last applied changes (object names
+/// only: the key Secret's content never).
+pub fn describe(step: &Step) -> String {
+    let name = |m: &ObjectMeta| m.name.clone().unwrap_or_default();
+    match step {
+        Step::CreateKeySecret(s) => {
+            format!(
+                "create the operator key Secret {} (a new key)",
+                name(&s.metadata)
+            )
+        }
+        Step::ApplyService(s) => format!("apply Service {}", name(&s.metadata)),
+        Step::ApplyDeployment(d) => format!("apply Deployment {}", name(&d.metadata)),
+        Step::ApplyPdb(p) => format!("apply PodDisruptionBudget {}", name(&p.metadata)),
+        Step::DeletePdb { name } => format!("delete PodDisruptionBudget {name}"),
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     #[error(transparent)]

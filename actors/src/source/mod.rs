@@ -20,12 +20,16 @@ pub mod secret;
 pub mod status;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutAlertSourceStatus};
+use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
+use terdut_crds::v1alpha1::{Management, TerdutAlertSource, TerdutAlertSourceStatus};
 
 use crate::api::Id;
+use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::kind::Kind;
-use crate::pipeline::{Finalized, Pass, Pipeline, Verdict};
+use crate::pipeline::{Finalized, Pass, Pipeline, Verdict, paused_by_annotation};
+use crate::write::shared::PausedBy;
 
 /// What the pipeline keeps for one TerdutAlertSource between passes.
 #[derive(Clone, Debug, Default)]
@@ -93,8 +97,60 @@ impl Pipeline for Source {
         Some(status::failed(source, error))
     }
 
-    fn paused(_source: &TerdutAlertSource) -> Option<status::DesiredStatus> {
-        None
+    fn paused_by(ctx: &Ctx, source: &TerdutAlertSource) -> Option<PausedBy> {
+        let team = &source.spec.team_ref.name;
+        let namespace = source.namespace().unwrap_or_default();
+        ctx.stores
+            .teams
+            .get(&ObjectRef::new(team).within(&namespace))
+            .filter(|t| paused_by_annotation(t.as_ref()))
+            .map(|_| PausedBy::Team(team.clone()))
+    }
+
+    fn management(source: &TerdutAlertSource) -> Management {
+        source.spec.management
+    }
+
+    fn changes(
+        source: &TerdutAlertSource,
+        observed: &observe::Observed,
+        decision: &Option<plan::Decision>,
+    ) -> Option<Vec<String>> {
+        match (observed, decision) {
+            (observe::Observed::Reachable(_), Some(d)) => plan::describe(source, d),
+            _ => None,
+        }
+    }
+
+    fn planned(
+        source: &TerdutAlertSource,
+        observed: &observe::Observed,
+        decision: &Option<plan::Decision>,
+        changes: Option<&[String]>,
+        _memory: &Self::Memory,
+    ) -> Verdict<status::DesiredStatus> {
+        let outcome = match (observed, decision) {
+            (observe::Observed::Stopped(outcome), _) => outcome.clone(),
+            (_, Some(plan::Decision::Blocked(plan::Blocker::WebhookSecretLost { id }))) => {
+                status::Outcome::SecretLost { id: *id }
+            }
+            (_, Some(plan::Decision::Blocked(plan::Blocker::SecretConflict))) => {
+                status::Outcome::SecretConflict
+            }
+            (_, Some(plan::Decision::Noop { id })) => status::Outcome::Ready {
+                id: *id,
+                kind: observe::desired(source).kind,
+                team: source.spec.team_ref.name.clone(),
+            },
+            _ => status::Outcome::ObserveOnly {
+                changes: changes.map_or(0, <[String]>::len),
+            },
+        };
+        status::verdict(source, &outcome)
+    }
+
+    fn completed(outcome: &status::Outcome) -> bool {
+        matches!(outcome, status::Outcome::Ready { .. })
     }
 
     fn patch(

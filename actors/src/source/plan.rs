@@ -246,6 +246,47 @@ pub fn plan(i: &Inputs<'_>) -> Decision {
     Decision::Blocked(Blocker::WebhookSecretLost { id })
 }
 
+/// The changes `decision` makes, in words, for the plan in status and the last applied
+/// changes (names and ids, never the key or the URL); `None` for a blocked decision, which is
+/// a status, not a change.
+pub fn describe(
+    source: &terdut_crds::v1alpha1::TerdutAlertSource,
+    decision: &Decision,
+) -> Option<Vec<String>> {
+    let name = &source.spec.name;
+    let kind = integration_kind(source.spec.kind);
+    let secret = super::names::secret_name(&kube::ResourceExt::name_any(source));
+    Some(match decision {
+        Decision::Noop { .. } => vec![],
+        Decision::Rename { id, from } => {
+            vec![format!("rename integration {id} from {from:?} to {name:?}")]
+        }
+        Decision::Create => vec![format!(
+            "create the {kind} integration {name:?} and write its webhook URL and key to Secret \
+             {secret}"
+        )],
+        Decision::Recreate { delete, reason } => {
+            let why = match reason {
+                RecreateReason::KindChanged { from } => format!("its kind changed from {from}"),
+                RecreateReason::DeletedOnServer => "it is gone from the server".to_owned(),
+                RecreateReason::CrashWindow => "no Secret holds its key".to_owned(),
+                RecreateReason::Requested { value } => {
+                    format!("the rotate annotation asks for it ({value:?})")
+                }
+            };
+            let mut lines = vec![];
+            if let Some(id) = delete {
+                lines.push(format!("delete integration {id} ({why})"));
+            }
+            lines.push(format!(
+                "create the {kind} integration {name:?} with a new webhook key in Secret {secret}"
+            ));
+            lines
+        }
+        Decision::Blocked(_) => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

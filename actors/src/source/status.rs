@@ -57,6 +57,10 @@ pub enum Outcome {
     },
     /// Being deleted; the integration could not be deleted yet.
     DeletionBlocked(String),
+    /// `spec.management: ObserveOnly`: this many changes are planned, none made.
+    ObserveOnly {
+        changes: usize,
+    },
 }
 
 /// What the status should say, without timestamps.
@@ -146,6 +150,12 @@ pub fn desired_status(outcome: &Outcome, generation: Option<i64>, secret: &str) 
         Outcome::InvalidSpec(m) => (false, INVALID_SPEC, m.clone(), None),
         Outcome::Failed { reason, message } => (false, *reason, message.clone(), None),
         Outcome::DeletionBlocked(m) => (false, DELETION_BLOCKED, m.clone(), None),
+        Outcome::ObserveOnly { changes } => (
+            false,
+            OBSERVE_ONLY,
+            crate::team::status::observe_only_message(*changes, "integration"),
+            None,
+        ),
     };
     DesiredStatus {
         ready: DesiredCondition::ready(ready, reason, message).at_generation(generation),

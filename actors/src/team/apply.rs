@@ -12,7 +12,7 @@ use terdut_crds::v1alpha1::TerdutTeam;
 use tracing::{info, warn};
 
 use super::observe::{self, Observed, Reachable};
-use super::plan::{self, Call, Desired};
+use super::plan::{self, Call, Desired, describe};
 use super::status::Outcome;
 use super::{ADOPT_ANNOTATION, Applied, FINALIZER, TeamMemory};
 use crate::api::{ApiError, Id, Team, TeamCreate, TerdutClient};
@@ -324,26 +324,6 @@ pub fn classify(call: &Call, error: &ApiError, server: &ObjectKey) -> Failure {
             "TerdutServer {server} could not {}: {other}; retrying",
             describe(call)
         ))),
-    }
-}
-
-/// The call in words, for messages.
-pub fn describe(call: &Call) -> String {
-    match call {
-        Call::CreateTeam { external_id, .. } => format!("create the team {external_id}"),
-        Call::RenameTeam { team, to, .. } => format!("rename team {team} to {to:?}"),
-        Call::SetOidcGroups { team, .. } => format!("set the OIDC groups of team {team}"),
-        Call::PutEscalation { team, .. } => format!("apply the escalation ladder of team {team}"),
-        Call::DeleteEscalation { team } => format!("clear the escalation ladder of team {team}"),
-        Call::CreateSwitch { team, spec } => {
-            format!("create dead man's switch {:?} of team {team}", spec.name)
-        }
-        Call::UpdateSwitch { team, spec, .. } => {
-            format!("update dead man's switch {:?} of team {team}", spec.name)
-        }
-        Call::DeleteSwitch { team, name, .. } => {
-            format!("delete dead man's switch {name:?} of team {team}")
-        }
     }
 }
 

@@ -15,13 +15,13 @@ pub mod plan;
 pub mod status;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::ResourceExt;
 use terdut_crds::v1alpha1::{TerdutTeam, TerdutTeamStatus};
 
 use crate::api::Id;
 use crate::error::ReconcileError;
 use crate::kind::Kind;
 use crate::pipeline::{Finalized, Pass, Pipeline, Verdict};
+use terdut_crds::v1alpha1::Management;
 
 /// The finalizer of every TerdutTeam the operator created a team for: added before the first
 /// call that can create it, released once it is deleted there (or provably cannot exist).
@@ -100,8 +100,47 @@ impl Pipeline for Team {
         None
     }
 
-    fn paused(team: &TerdutTeam) -> Option<status::DesiredStatus> {
-        status::is_paused(team.annotations()).then(|| status::paused_status(team.status.as_ref()))
+    fn management(team: &TerdutTeam) -> Management {
+        team.spec.management
+    }
+
+    fn changes(
+        _team: &TerdutTeam,
+        observed: &observe::Observed,
+        calls: &Vec<plan::Call>,
+    ) -> Option<Vec<String>> {
+        match observed {
+            observe::Observed::Stopped { .. } => None,
+            observe::Observed::Reachable(r) => Some(plan::describe_all(calls, r.known.is_none())),
+        }
+    }
+
+    fn planned(
+        team: &TerdutTeam,
+        observed: &observe::Observed,
+        _calls: &Vec<plan::Call>,
+        changes: Option<&[String]>,
+        _memory: &Self::Memory,
+    ) -> Verdict<status::DesiredStatus> {
+        let applied = match observed {
+            observe::Observed::Stopped { outcome, team_id } => Applied {
+                outcome: outcome.clone(),
+                team_id: *team_id,
+            },
+            observe::Observed::Reachable(r) => Applied {
+                outcome: match changes {
+                    Some(c) if !c.is_empty() => status::Outcome::ObserveOnly { changes: c.len() },
+                    _ => status::Outcome::Ready,
+                },
+                // Only an id the server confirmed: a status is the tenant's to write.
+                team_id: r.known.as_ref().map(|k| k.team.id),
+            },
+        };
+        status::verdict(team, &applied)
+    }
+
+    fn completed(applied: &Applied) -> bool {
+        applied.outcome.is_ready()
     }
 
     fn patch(

@@ -267,6 +267,42 @@ pub fn plan(desired: &Desired, observed: Option<&Observed>) -> Vec<Call> {
     calls
 }
 
+/// The call in words, for messages, the plan in status and the last applied changes (never
+/// a secret: a team holds none).
+pub fn describe(call: &Call) -> String {
+    match call {
+        Call::CreateTeam { external_id, .. } => format!("create the team {external_id}"),
+        Call::RenameTeam { team, to, .. } => format!("rename team {team} to {to:?}"),
+        Call::SetOidcGroups { team, .. } => format!("set the OIDC groups of team {team}"),
+        Call::PutEscalation { team, .. } => format!("apply the escalation ladder of team {team}"),
+        Call::DeleteEscalation { team } => format!("clear the escalation ladder of team {team}"),
+        Call::CreateSwitch { team, spec } => {
+            format!("create dead man's switch {:?} of team {team}", spec.name)
+        }
+        Call::UpdateSwitch { team, spec, .. } => {
+            format!("update dead man's switch {:?} of team {team}", spec.name)
+        }
+        Call::DeleteSwitch { team, name, .. } => {
+            format!("delete dead man's switch {name:?} of team {team}")
+        }
+    }
+}
+
+/// The changes `calls` make, in words. `found_first`: the team's id is not known, so the
+/// first call creates or finds it by `external_id`, and the rest of the spec follows once it
+/// exists.
+pub fn describe_all(calls: &[Call], found_first: bool) -> Vec<String> {
+    let mut lines: Vec<String> = calls.iter().map(describe).collect();
+    if found_first {
+        lines.push(
+            "then apply its OIDC groups, escalation ladder and dead man's switches as the spec \
+             says"
+                .into(),
+        );
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

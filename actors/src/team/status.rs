@@ -5,14 +5,8 @@
 //! can see changed, so a steady-state pass writes nothing (`lastTransitionTime` moves only when
 //! Ready flips, through `terdut_crds`' `set_condition`).
 //!
-//! **Paused** (annotation `terdut.ryuvia.com/paused: "true"`): a condition of its own, type
-//! `Paused`, status True, reason `PausedByAnnotation`; `Ready`, `teamID` and
-//! `observedGeneration` stay exactly as the last reconcile left them. Ready describes the
-//! server as last reconciled, and an `observedGeneration` behind `metadata.generation` shows
-//! that newer spec changes wait for the pause to end; overwriting Ready with a "Paused" reason
-//! would hide whether the team was healthy when it was paused. The `Paused` condition is
-//! removed again at the first pass after the annotation is gone. Deleting a paused TerdutTeam
-//! still deletes the team (`delete.rs`).
+//! Pausing is the driver's, the same for every kind (docs/design.md §5 "Pause",
+//! `write/shared.rs`): this file never sees a paused pass.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use serde_json::json;
@@ -23,17 +17,8 @@ use terdut_crds::v1alpha1::team::reasons;
 use super::ADOPT_ANNOTATION;
 use crate::key::ObjectKey;
 
-/// The annotation that pauses one team; only the value `"true"` pauses.
-pub const PAUSE_ANNOTATION: &str = "terdut.ryuvia.com/paused";
-/// Condition type present while the team is paused.
-pub const PAUSED: &str = "Paused";
-/// Reason of the [`PAUSED`] condition.
-pub const PAUSED_BY_ANNOTATION: &str = "PausedByAnnotation";
-
-/// Whether `annotations` pause reconciliation.
-pub fn is_paused(annotations: &std::collections::BTreeMap<String, String>) -> bool {
-    annotations.get(PAUSE_ANNOTATION).map(String::as_str) == Some("true")
-}
+pub use crate::pipeline::PAUSE_ANNOTATION;
+pub use crate::write::shared::PAUSED;
 
 /// How a pass ended, as far as `Ready` is concerned. Each non-Ready variant is a reason of
 /// docs/design.md §4.2, documented in docs/runbook.md.
@@ -57,6 +42,8 @@ pub enum Outcome {
     /// earlier TerdutTeam of the same namespace and name (a namespace deleted and recreated):
     /// nothing is changed on it until someone opts in with [`ADOPT_ANNOTATION`] (ADR 0007).
     Adopted { team_id: i64 },
+    /// `spec.management: ObserveOnly`: this many changes are planned, none made.
+    ObserveOnly { changes: usize },
 }
 
 impl Outcome {
@@ -70,6 +57,7 @@ impl Outcome {
             Self::UnknownUser { .. } => reasons::UNKNOWN_USER,
             Self::InvalidSpec(_) => reasons::INVALID_SPEC,
             Self::Adopted { .. } => reasons::ADOPTED,
+            Self::ObserveOnly { .. } => reasons::OBSERVE_ONLY,
         }
     }
 
@@ -90,12 +78,19 @@ pub struct StatusInputs<'a> {
     pub team_id: Option<i64>,
 }
 
+/// The Ready message of an `ObserveOnly` object with `changes` planned (every kind's).
+pub fn observe_only_message(changes: usize, what: &str) -> String {
+    format!(
+        "spec.management is ObserveOnly: {changes} change(s) to the {what} planned (status.plan), \
+         none made; set it to Full to apply exactly those"
+    )
+}
+
 /// The status a team should have, without timestamps.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DesiredStatus {
-    /// `None` keeps the current Ready condition (paused).
+    /// `None` keeps the current Ready condition.
     pub ready: Option<DesiredCondition>,
-    pub paused: bool,
     pub observed_generation: Option<i64>,
     pub team_id: Option<i64>,
 }
@@ -137,25 +132,15 @@ pub fn desired_status(outcome: &Outcome, i: &StatusInputs<'_>) -> DesiredStatus 
              over as it is, annotate this TerdutTeam {ADOPT_ANNOTATION}=\"{team_id}\"; to start \
              afresh, delete that team on the server"
         ),
+        Outcome::ObserveOnly { changes } => observe_only_message(*changes, "team"),
     };
     DesiredStatus {
         ready: Some(
             DesiredCondition::ready(outcome.is_ready(), outcome.reason(), message)
                 .at_generation(i.generation),
         ),
-        paused: false,
         observed_generation: i.generation,
         team_id: i.team_id,
-    }
-}
-
-/// The status while paused: everything as it was, plus the `Paused` condition.
-pub fn paused_status(current: Option<&TerdutTeamStatus>) -> DesiredStatus {
-    DesiredStatus {
-        ready: None,
-        paused: true,
-        observed_generation: current.and_then(|s| s.observed_generation),
-        team_id: current.and_then(|s| s.team_id),
     }
 }
 
@@ -186,28 +171,13 @@ pub fn status_patch(
     if let Some(ready) = &desired.ready {
         set_condition(&mut conditions, ready.clone(), now.clone());
     }
-    if desired.paused {
-        set_condition(
-            &mut conditions,
-            DesiredCondition {
-                type_: PAUSED.into(),
-                status: true,
-                reason: PAUSED_BY_ANNOTATION.into(),
-                message: format!(
-                    "reconciliation is paused by the annotation {PAUSE_ANNOTATION}=\"true\"; \
-                     remove it to resume (deleting the TerdutTeam still deletes the team)"
-                ),
-                observed_generation: desired.observed_generation,
-            },
-            now,
-        );
-    } else {
-        conditions.retain(|c| c.type_ != PAUSED);
-    }
     let next = TerdutTeamStatus {
         conditions,
         observed_generation: desired.observed_generation,
         team_id: desired.team_id,
+        // The driver's, the same for every kind (`write/shared.rs`).
+        plan: current.and_then(|s| s.plan.clone()),
+        last_applied: current.and_then(|s| s.last_applied.clone()),
     };
     if current == Some(&next) {
         return None;
@@ -248,7 +218,9 @@ pub fn verdict(
         | Outcome::InvalidSpec(_)
         // Waits for an annotation (a watch event); a team deleted on the server is seen at
         // the resync.
-        | Outcome::Adopted { .. } => Next::Resync,
+        | Outcome::Adopted { .. }
+        // A user's choice, looked at again at the resync or on a change.
+        | Outcome::ObserveOnly { .. } => Next::Resync,
         Outcome::TeamNameTaken | Outcome::UnknownUser { .. } => Next::Blocked,
         Outcome::WaitingForServer(_) => Next::Wait,
     };
@@ -257,7 +229,10 @@ pub fn verdict(
         .as_ref()
         .filter(|_| !applied.outcome.is_ready())
         .map(|c| {
-            let waiting = matches!(applied.outcome, Outcome::WaitingForServer(_));
+            let waiting = matches!(
+                applied.outcome,
+                Outcome::WaitingForServer(_) | Outcome::ObserveOnly { .. }
+            );
             Announce {
                 type_: if waiting {
                     EventType::Normal
@@ -356,7 +331,6 @@ mod tests {
             assert_eq!(c.observed_generation, Some(3));
             assert_eq!(d.observed_generation, Some(3));
             assert_eq!(d.team_id, Some(42));
-            assert!(!d.paused);
         }
     }
 
@@ -404,29 +378,6 @@ mod tests {
     }
 
     #[test]
-    fn paused_keeps_ready_and_adds_then_removes_its_condition() {
-        let first = written(status_patch(None, &decide(&Outcome::Ready), t(10)).unwrap());
-        let paused =
-            written(status_patch(Some(&first), &paused_status(Some(&first)), t(20)).unwrap());
-        assert_eq!(ready(&paused), ready(&first));
-        assert_eq!(paused.team_id, first.team_id);
-        assert_eq!(paused.observed_generation, first.observed_generation);
-        let p = conditions::find(&paused.conditions, PAUSED).unwrap();
-        assert_eq!(
-            (p.status.as_str(), p.reason.as_str()),
-            ("True", PAUSED_BY_ANNOTATION)
-        );
-        assert_eq!(
-            status_patch(Some(&paused), &paused_status(Some(&paused)), t(30)),
-            None
-        );
-        let resumed =
-            written(status_patch(Some(&paused), &decide(&Outcome::Ready), t(40)).unwrap());
-        assert!(conditions::find(&resumed.conditions, PAUSED).is_none());
-        assert_eq!(resumed, first);
-    }
-
-    #[test]
     fn converged_means_ready_at_this_generation() {
         assert!(!converged(None, Some(3)));
         let first = written(status_patch(None, &decide(&Outcome::Ready), t(10)).unwrap());
@@ -436,15 +387,5 @@ mod tests {
             written(status_patch(Some(&first), &decide(&Outcome::TeamNameTaken), t(20)).unwrap());
         assert!(!converged(Some(&failed), Some(3)));
         assert_eq!(ready_reason(Some(&failed)), Some("TeamNameTaken"));
-    }
-
-    #[test]
-    fn pause_annotation_needs_true() {
-        let mut a = std::collections::BTreeMap::new();
-        assert!(!is_paused(&a));
-        a.insert(PAUSE_ANNOTATION.to_owned(), "false".to_owned());
-        assert!(!is_paused(&a));
-        a.insert(PAUSE_ANNOTATION.to_owned(), "true".to_owned());
-        assert!(is_paused(&a));
     }
 }

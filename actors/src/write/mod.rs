@@ -9,10 +9,13 @@
 //! - [`events`]: an Event per externally visible action, and the not-Ready reason announced
 //!   once per streak.
 //! - [`apply`]: server-side apply with the one field manager.
+//! - [`shared`]: the part of a status every kind writes the same way (Paused, the plan, the
+//!   last applied changes).
 
 pub mod apply;
 pub mod events;
 pub mod finalizer;
+pub mod shared;
 pub mod status;
 
 use kube::Resource;
@@ -28,7 +31,14 @@ pub trait Managed:
     Conditioned + Resource<DynamicType = (), Scope = NamespaceResourceScope> + Serialize
 {
     /// Its status subresource.
-    type Status: Clone + PartialEq + Send + Sync + DeserializeOwned + std::fmt::Debug + 'static;
+    type Status: Clone
+        + PartialEq
+        + Send
+        + Sync
+        + Serialize
+        + DeserializeOwned
+        + std::fmt::Debug
+        + 'static;
     const KIND: Kind;
 
     fn status(&self) -> Option<&Self::Status>;

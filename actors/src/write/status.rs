@@ -5,6 +5,7 @@ use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 
 use super::Managed;
+use super::shared::{Shared, diff, overlay};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
@@ -14,20 +15,35 @@ use crate::kind::Written as Recorded;
 /// `current`.
 pub type PatchFn<S, D> = fn(Option<&S>, &D, Time) -> Option<serde_json::Value>;
 
-/// Writes the status `desired` of `object` when it changed. `written` is the status this
-/// runtime last wrote for the object (see [`stale_but_equal`]); it is updated. A 404 (the
-/// object was deleted meanwhile) is not an error.
+/// Writes the status of `object` when it changed: the kind's part `desired` (`None`: left as
+/// it is, e.g. while paused) and the part every kind shares (`shared`: the Paused condition,
+/// the plan, the last applied changes). `written` is the status this runtime last wrote for
+/// the object (see [`stale_but_equal`]); it is updated. A 404 (the object was deleted
+/// meanwhile) is not an error.
 pub async fn write<K: Managed, D>(
     ctx: &Ctx,
     object: &K,
-    desired: &D,
+    desired: Option<&D>,
     patch: PatchFn<K::Status, D>,
     written: &mut Option<K::Status>,
+    shared: &Shared,
 ) -> Result<(), ReconcileError> {
     let now = ctx.clock.k8s_now();
     let current = object.status();
-    let body = patch(current, desired, now.clone())
-        .or_else(|| stale_but_equal(current, written).and_then(|w| patch(Some(w), desired, now)));
+    let generation = object.meta().generation;
+    let body_over = |base: Option<&K::Status>| {
+        body(
+            base,
+            desired,
+            patch,
+            shared,
+            K::KIND.resource(),
+            generation,
+            &now,
+        )
+    };
+    let body = body_over(current)
+        .or_else(|| stale_but_equal(current, written).and_then(|w| body_over(Some(w))));
     let Some(body) = body else {
         return Ok(());
     };
@@ -51,6 +67,38 @@ pub async fn write<K: Managed, D>(
             e,
         )),
     }
+}
+
+/// PURE: the merge patch that takes `current` to what the kind's `desired` and `shared` say;
+/// `None` when nothing changes.
+pub fn body<S: serde::Serialize, D>(
+    current: Option<&S>,
+    desired: Option<&D>,
+    patch: PatchFn<S, D>,
+    shared: &Shared,
+    kind: &str,
+    generation: Option<i64>,
+    now: &Time,
+) -> Option<serde_json::Value> {
+    let base = current
+        .and_then(|s| serde_json::to_value(s).ok())
+        .and_then(|v| v.as_object().cloned())
+        .unwrap_or_default();
+    let mut next = base.clone();
+    let kind_patch = desired.and_then(|d| patch(current, d, now.clone()));
+    if let Some(serde_json::Value::Object(fields)) =
+        kind_patch.as_ref().and_then(|p| p.get("status"))
+    {
+        for (k, v) in fields {
+            if v.is_null() {
+                next.remove(k);
+            } else {
+                next.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    overlay(&mut next, shared, kind, generation, now);
+    diff(&base, &next)
 }
 
 /// `written` when the cached copy's status `current` differs from it: the copy may predate

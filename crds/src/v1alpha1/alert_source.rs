@@ -6,7 +6,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::LocalObjectRef;
+use super::common::{AppliedChanges, LocalObjectRef};
 use super::policy::{DeletionPolicy, Management};
 
 /// One alert-ingest integration on the TerdutTeam named by `teamRef` (same namespace). The
@@ -120,6 +120,14 @@ pub struct TerdutAlertSourceStatus {
         skip_serializing_if = "Option::is_none"
     )]
     pub webhook_url_secret_ref: Option<LocalObjectRef>,
+    /// With `spec.management: ObserveOnly`: the changes the operator would make on the server,
+    /// one line each (docs/design.md §5 "Management"); absent when there is nothing to do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 21))]
+    pub plan: Option<Vec<String>>,
+    /// The changes the last pass that changed something made (at most 20 lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_applied: Option<AppliedChanges>,
 }
 
 /// `Ready` reasons of a TerdutAlertSource, each documented in docs/runbook.md.
@@ -143,4 +151,6 @@ pub mod reasons {
     pub const DELETION_BLOCKED: &str = "DeletionBlocked";
     /// The operator stopped reconciling the object after repeated crashes.
     pub const CRASH_LOOPING: &str = "CrashLooping";
+    /// `spec.management: ObserveOnly` and changes are planned (`status.plan`), none made.
+    pub const OBSERVE_ONLY: &str = "ObserveOnly";
 }

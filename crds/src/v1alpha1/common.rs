@@ -1,5 +1,6 @@
 //! Small reference types shared by the kinds.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -20,4 +21,14 @@ pub struct SecretKeyRef {
 pub struct LocalObjectRef {
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
+}
+
+/// The changes the operator made to the server for an object in its last pass that changed
+/// something (docs/design.md §5 "Management"): short lines, never a secret.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppliedChanges {
+    pub time: Time,
+    #[schemars(length(max = 21))]
+    pub changes: Vec<String>,
 }

@@ -10,7 +10,7 @@ pub mod team;
 pub use alert_source::{
     AlertSourceKind, TerdutAlertSource, TerdutAlertSourceSpec, TerdutAlertSourceStatus,
 };
-pub use common::{LocalObjectRef, SecretKeyRef};
+pub use common::{AppliedChanges, LocalObjectRef, SecretKeyRef};
 pub use policy::{DeletionPolicy, Management};
 pub use server::{TerdutServer, TerdutServerSpec, TerdutServerStatus};
 pub use team::{TerdutTeam, TerdutTeamSpec, TerdutTeamStatus};

@@ -13,7 +13,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::SecretKeyRef;
+use super::common::{AppliedChanges, SecretKeyRef};
+use super::policy::Management;
 use crate::GoDuration;
 
 /// The image terdut-server runs by default; a `tag` is always required so nothing floats.
@@ -81,6 +82,10 @@ pub struct TerdutServerSpec {
     /// Pod-level customisation of the Deployment, all optional.
     #[serde(default)]
     pub pod: PodSpec,
+    /// `Full` (default) or `ObserveOnly`: plan the Kubernetes objects without writing them
+    /// (`status.plan`).
+    #[serde(default, skip_serializing_if = "Management::is_default")]
+    pub management: Management,
 }
 
 fn default_replicas() -> i32 {
@@ -452,6 +457,14 @@ pub struct TerdutServerStatus {
     /// TerdutTeams attached to this server, counted by consent outcome (docs/design.md §4.6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub teams: Option<TeamCounts>,
+    /// With `spec.management: ObserveOnly`: the changes the operator would make on the server,
+    /// one line each (docs/design.md §5 "Management"); absent when there is nothing to do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 21))]
+    pub plan: Option<Vec<String>>,
+    /// The changes the last pass that changed something made (at most 20 lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_applied: Option<AppliedChanges>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -6,6 +6,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::common::AppliedChanges;
 use super::policy::{DeletionPolicy, Management};
 use crate::GoDuration;
 
@@ -210,6 +211,14 @@ pub struct TerdutTeamStatus {
     /// The team's id on terdut-server.
     #[serde(default, rename = "teamID", skip_serializing_if = "Option::is_none")]
     pub team_id: Option<i64>,
+    /// With `spec.management: ObserveOnly`: the changes the operator would make on the server,
+    /// one line each (docs/design.md §5 "Management"); absent when there is nothing to do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 21))]
+    pub plan: Option<Vec<String>>,
+    /// The changes the last pass that changed something made (at most 20 lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_applied: Option<AppliedChanges>,
 }
 
 /// `Ready` reasons of a TerdutTeam (docs/design.md §4.2), each documented in docs/runbook.md.
@@ -222,4 +231,6 @@ pub mod reasons {
     pub const UNKNOWN_USER: &str = "UnknownUser";
     pub const INVALID_SPEC: &str = "InvalidSpec";
     pub const ADOPTED: &str = "Adopted";
+    /// `spec.management: ObserveOnly` and changes are planned (`status.plan`), none made.
+    pub const OBSERVE_ONLY: &str = "ObserveOnly";
 }
