@@ -406,6 +406,8 @@ pub async fn start_with(
 
     let mut tasks: Vec<JoinHandle<()>> = informers.tasks.into_iter().map(tokio::spawn).collect();
     tasks.push(writer_task);
+    // The objects gauge, from the caches this leader fills (docs/observability.md).
+    tasks.push(tokio::spawn(crate::census::run(ctx.clone())));
     info!("operator started");
     Ok(RunningOperator {
         ctx,

@@ -7,6 +7,8 @@
 //! `kube_writes_total{kind,verb}` exists so tests (and dashboards) can assert that a no-op
 //! resync writes nothing to the API server: every write site calls [`OperatorMetrics::kube_write`].
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -50,6 +52,18 @@ pub struct WriteLabels {
     pub verb: String,
 }
 
+/// `{kind,ready,reason}` of `objects`: the Ready condition of the objects in the leader's
+/// caches (`crate::census`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct ObjectLabels {
+    /// `server`, `team` or `source`.
+    pub kind: String,
+    /// The Ready condition's status: `True`, `False`, or `Unknown` (also when there is none).
+    pub ready: String,
+    /// The Ready condition's reason; empty when there is none.
+    pub reason: String,
+}
+
 type HistogramFamily = Family<KindLabel, Histogram, fn() -> Histogram>;
 
 /// `{question}` of `parent_call_duration_seconds`: `credentials` or `consent`.
@@ -85,6 +99,10 @@ pub struct OperatorMetrics {
     passes_waiting: Family<KindLabel, Gauge>,
     passes_running: Family<KindLabel, Gauge>,
     parent_calls: Family<QuestionLabel, Histogram, fn() -> Histogram>,
+    objects: Family<ObjectLabels, Gauge>,
+    /// Every label set `objects` was set for: one no object has any more is set to 0 rather
+    /// than left at its last count (families cannot be iterated).
+    objects_seen: Arc<Mutex<BTreeSet<ObjectLabels>>>,
 }
 
 impl Default for OperatorMetrics {
@@ -101,6 +119,8 @@ impl Default for OperatorMetrics {
             passes_waiting: Family::default(),
             passes_running: Family::default(),
             parent_calls: Family::new_with_constructor(question_histogram),
+            objects: Family::default(),
+            objects_seen: Arc::default(),
         }
     }
 }
@@ -159,7 +179,26 @@ impl OperatorMetrics {
             "How long a team or alert-source pass waited for its TerdutServer actor's answer",
             m.parent_calls.clone(),
         );
+        registry.register(
+            "objects",
+            "Objects in the leader's caches by kind and by the status and reason of their Ready condition",
+            m.objects.clone(),
+        );
         m
+    }
+
+    /// Sets `objects` to `counts`; a label set counted before and absent now goes to 0.
+    pub fn set_objects(&self, counts: &BTreeMap<ObjectLabels, i64>) {
+        let mut seen = self
+            .objects_seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.extend(counts.keys().cloned());
+        for labels in seen.iter() {
+            self.objects
+                .get_or_create(labels)
+                .set(counts.get(labels).copied().unwrap_or(0));
+        }
     }
 
     /// A child's question to its server actor took `took`.
@@ -295,5 +334,31 @@ mod tests {
         assert_eq!(m.kube_writes("Deployment", "apply"), 1);
         assert_eq!(m.kube_writes("Deployment", "delete"), 0);
         assert_eq!(m.kube_writes_total(), 2);
+    }
+
+    #[test]
+    fn an_emptied_object_series_goes_to_zero() {
+        use super::ObjectLabels;
+        use std::collections::BTreeMap;
+        let mut registry = Registry::default();
+        let m = OperatorMetrics::register(&mut registry);
+        let labels = |ready: &str, reason: &str| ObjectLabels {
+            kind: "team".into(),
+            ready: ready.into(),
+            reason: reason.into(),
+        };
+        m.set_objects(&BTreeMap::from([
+            (labels("False", "UnknownUser"), 3),
+            (labels("True", "Ready"), 40),
+        ]));
+        m.set_objects(&BTreeMap::from([(labels("True", "Ready"), 43)]));
+        let mut text = String::new();
+        encode(&mut text, &registry).expect("encodes");
+        for line in [
+            r#"objects{kind="team",ready="False",reason="UnknownUser"} 0"#,
+            r#"objects{kind="team",ready="True",reason="Ready"} 43"#,
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
     }
 }
