@@ -167,6 +167,52 @@ async fn database_needs_exactly_one_source() {
     dry_run(&api, &obj::<TerdutServer>("zalando", zalando))
         .await
         .unwrap();
+    // CloudNativePG is the third way, and excludes the other two as they exclude each other.
+    let cnpg = with(
+        server_spec(),
+        &["database"],
+        json!({"cnpgClusterRef": {"name": "pg"}}),
+    );
+    dry_run(&api, &obj::<TerdutServer>("cnpg", cnpg))
+        .await
+        .unwrap();
+    for (name, database) in [
+        (
+            "dsn-cnpg",
+            json!({"dsn": "postgres://x@y/z", "cnpgClusterRef": {"name": "pg"}}),
+        ),
+        (
+            "zalando-cnpg",
+            json!({"postgresClusterRef": {"name": "pg"}, "cnpgClusterRef": {"name": "pg"}}),
+        ),
+        (
+            "all-three",
+            json!({"dsn": "postgres://x@y/z", "postgresClusterRef": {"name": "pg"},
+                   "cnpgClusterRef": {"name": "pg"}}),
+        ),
+    ] {
+        let spec = with(server_spec(), &["database"], database);
+        let o = obj::<TerdutServer>(name, spec);
+        assert_rejected(&api, &o, msg).await;
+        assert_rejected(
+            &api,
+            &o,
+            "database.cnpgClusterRef (a CloudNativePG Cluster)",
+        )
+        .await;
+    }
+    // `<name>-rw` must still be a Service name.
+    let long = with(
+        server_spec(),
+        &["database"],
+        json!({"cnpgClusterRef": {"name": "p".repeat(61)}}),
+    );
+    assert_rejected(
+        &api,
+        &obj::<TerdutServer>("long", long),
+        "cnpgClusterRef.name",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -181,6 +227,17 @@ async fn password_secret_only_with_dsn() {
     assert_rejected(
         &api,
         &obj::<TerdutServer>("pw", bad),
+        "database.passwordSecretRef goes with database.dsn",
+    )
+    .await;
+    let bad = with(
+        server_spec(),
+        &["database"],
+        json!({"cnpgClusterRef": {"name": "pg"}, "passwordSecretRef": {"name": "s", "key": "password"}}),
+    );
+    assert_rejected(
+        &api,
+        &obj::<TerdutServer>("pw-cnpg", bad),
         "database.passwordSecretRef goes with database.dsn",
     )
     .await;

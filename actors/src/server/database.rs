@@ -1,18 +1,22 @@
 //! `spec.database` -> the DSN and password reference the pods get (docs/design.md §8).
 //!
-//! Two paths, mirroring the chart's contract: a DSN the user brings with an optional password
-//! Secret, or a Zalando `postgresql.acid.zalan.do` cluster in the same namespace, whose DSN and
-//! credentials Secret follow from its name. The operator provisions no database either way and
-//! checks no connectivity; the readiness probe (`/readyz`, ready when the database is) does that.
+//! Three paths: a DSN the user brings with an optional password Secret (the chart's contract),
+//! a Zalando `postgresql.acid.zalan.do` cluster in the same namespace (here), or a CloudNativePG
+//! `Cluster` there (`cnpg.rs`); for both operators the DSN and the password Secret follow from
+//! the cluster's name. The operator provisions no database either way and checks no
+//! connectivity; the readiness probe (`/readyz`, ready when the database is) does that.
 //!
-//! What was observed about the Zalando cluster is an input ([`ClusterObservation`]): the actor
-//! does the lookup (and treats a missing CRD as data, not an error, docs/design.md §8/§9), this
-//! module only decides.
+//! What was observed about the cluster is an input ([`ClusterObservation`],
+//! `cnpg::CnpgObservation`): the actor does the lookup (and treats a missing CRD as data, not an
+//! error, docs/design.md §8/§9), this module only decides.
 
 use terdut_crds::v1alpha1::SecretKeyRef;
 use terdut_crds::v1alpha1::server::{DatabaseSpec, PostgresClusterRef};
 
+use super::cnpg::{self, CnpgObservation};
 use super::status::reasons;
+use super::wiring::pct_encode;
+pub use super::wiring::{DatabaseIssue, DatabaseOutcome, DatabaseWiring};
 
 /// Data key of the password in a Zalando credentials Secret.
 pub const ZALANDO_PASSWORD_KEY: &str = "password";
@@ -54,65 +58,48 @@ impl ClusterObservation {
     }
 }
 
-/// What the Deployment gets: `TERDUT_DATABASE_DSN` and, when there is one, `PGPASSWORD` by
-/// `secretKeyRef` (never inline, terdut-api.md "Process environment").
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DatabaseWiring {
-    pub dsn: String,
-    pub password: Option<SecretKeyRef>,
-}
-
-/// Why the database is not (yet) usable, as a Ready condition reason and a message that says
-/// what to do.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DatabaseIssue {
-    pub reason: &'static str,
-    pub message: String,
-}
-
-/// The outcome of [`resolve`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DatabaseOutcome {
-    /// The wiring is known, so the Deployment can be applied. `pending` is set when the Zalando
-    /// cluster exists but is not `Running`: the pods will simply not be ready until it is (the
-    /// readiness probe gates traffic), and the status says why while none are available.
-    /// A cluster that failed an update often still serves, so this never holds the Deployment back.
-    Wired {
-        wiring: DatabaseWiring,
-        pending: Option<DatabaseIssue>,
-    },
-    /// No usable wiring: the Deployment is not applied (an existing one is left as it is) and
-    /// Ready is False with this reason.
-    Blocked(DatabaseIssue),
-}
-
 /// The Zalando cluster the actor must look up, if any.
 pub fn cluster_ref(spec: &DatabaseSpec) -> Option<&PostgresClusterRef> {
     spec.postgres_cluster_ref.as_ref()
 }
 
-/// Resolves `spec.database`. `cluster` is the lookup of [`cluster_ref`]; ignored for a DSN.
-/// `cluster_domain` makes the Zalando host absolute (no DNS search path, as for the operator's
-/// own URLs: `crate::url_template`).
+/// What the actor found of the cluster `spec.database` names, if it names one.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Lookups<'a> {
+    /// The lookup of [`cluster_ref`].
+    pub zalando: Option<&'a ClusterObservation>,
+    /// The lookup of `spec.database.cnpgClusterRef`.
+    pub cnpg: Option<&'a CnpgObservation>,
+}
+
+/// Resolves `spec.database`. `found` holds the lookups of the cluster it names; both are
+/// ignored for a DSN. `cluster_domain` makes a cluster's host absolute (no DNS search path, as
+/// for the operator's own URLs: `crate::url_template`).
 pub fn resolve(
     namespace: &str,
     spec: &DatabaseSpec,
-    cluster: Option<&ClusterObservation>,
+    found: Lookups<'_>,
     cluster_domain: &str,
 ) -> DatabaseOutcome {
-    match (&spec.dsn, &spec.postgres_cluster_ref) {
-        (Some(dsn), None) => DatabaseOutcome::Wired {
+    match (
+        &spec.dsn,
+        &spec.postgres_cluster_ref,
+        &spec.cnpg_cluster_ref,
+    ) {
+        (Some(dsn), None, None) => DatabaseOutcome::Wired {
             wiring: DatabaseWiring {
                 dsn: dsn.clone(),
                 password: spec.password_secret_ref.clone(),
             },
             pending: None,
         },
-        (None, Some(r)) => resolve_zalando(namespace, r, cluster, cluster_domain),
+        (None, Some(r), None) => resolve_zalando(namespace, r, found.zalando, cluster_domain),
+        (None, None, Some(r)) => cnpg::resolve(namespace, r, found.cnpg, cluster_domain),
         // The CRD's CEL rule makes these unreachable through the API; kept total anyway.
         _ => DatabaseOutcome::Blocked(DatabaseIssue {
             reason: reasons::INVALID_SPEC,
-            message: "set exactly one of spec.database.dsn or spec.database.postgresClusterRef"
+            message: "set exactly one of spec.database.dsn, spec.database.postgresClusterRef or \
+                      spec.database.cnpgClusterRef"
                 .into(),
         }),
     }
@@ -205,23 +192,17 @@ pub fn zalando_credentials_secret(r: &PostgresClusterRef) -> String {
     )
 }
 
-/// Percent-encodes everything but RFC 3986 unreserved characters, so an odd role or database
-/// name cannot change the DSN's structure.
-fn pct_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use terdut_crds::v1alpha1::server::CnpgClusterRef;
+
+    fn z(found: &ClusterObservation) -> Lookups<'_> {
+        Lookups {
+            zalando: Some(found),
+            cnpg: None,
+        }
+    }
 
     fn zalando(name: &str) -> DatabaseSpec {
         serde_json::from_value(serde_json::json!({"postgresClusterRef": {"name": name}})).unwrap()
@@ -249,7 +230,7 @@ mod tests {
         }))
         .unwrap();
         let DatabaseOutcome::Wired { wiring, pending } =
-            resolve("oncall", &spec, None, "cluster.local")
+            resolve("oncall", &spec, Lookups::default(), "cluster.local")
         else {
             panic!("not wired")
         };
@@ -271,7 +252,7 @@ mod tests {
             resolve(
                 "oncall",
                 &spec,
-                Some(&ClusterObservation::CrdAbsent),
+                z(&ClusterObservation::CrdAbsent),
                 "cluster.local"
             ),
             DatabaseOutcome::Wired { .. }
@@ -281,7 +262,7 @@ mod tests {
     #[test]
     fn zalando_running_cluster_is_wired() {
         let spec = zalando("terdut-postgres");
-        let out = resolve("oncall", &spec, Some(&found("Running")), "cluster.local");
+        let out = resolve("oncall", &spec, z(&found("Running")), "cluster.local");
         assert_eq!(
             out,
             DatabaseOutcome::Wired {
@@ -311,7 +292,7 @@ mod tests {
         ] {
             let DatabaseOutcome::Wired {
                 pending: Some(p), ..
-            } = resolve("ns", &spec, Some(&obs), "cluster.local")
+            } = resolve("ns", &spec, z(&obs), "cluster.local")
             else {
                 panic!("{obs:?} should be wired and pending")
             };
@@ -327,7 +308,7 @@ mod tests {
             phase: Some("Creating".into()),
             master: None,
         };
-        let DatabaseOutcome::Blocked(i) = resolve("ns", &spec, Some(&obs), "c.l") else {
+        let DatabaseOutcome::Blocked(i) = resolve("ns", &spec, z(&obs), "c.l") else {
             panic!("a DSN needs the master Service")
         };
         assert_eq!(i.reason, "DatabaseClusterNotRunning");
@@ -338,20 +319,20 @@ mod tests {
     fn missing_cluster_and_missing_crd_block_with_clear_reasons() {
         let spec = zalando("pg");
         let DatabaseOutcome::Blocked(i) =
-            resolve("ns", &spec, Some(&ClusterObservation::Missing), "c.l")
+            resolve("ns", &spec, z(&ClusterObservation::Missing), "c.l")
         else {
             panic!()
         };
         assert_eq!(i.reason, "DatabaseClusterNotFound");
         assert!(i.message.contains("\"pg\"") && i.message.contains("\"ns\""));
         let DatabaseOutcome::Blocked(i) =
-            resolve("ns", &spec, Some(&ClusterObservation::CrdAbsent), "c.l")
+            resolve("ns", &spec, z(&ClusterObservation::CrdAbsent), "c.l")
         else {
             panic!()
         };
         assert_eq!(i.reason, "PostgresOperatorNotInstalled");
         assert!(matches!(
-            resolve("ns", &spec, None, "c.l"),
+            resolve("ns", &spec, Lookups::default(), "c.l"),
             DatabaseOutcome::Blocked(DatabaseIssue {
                 reason: "DatabaseClusterNotFound",
                 ..
@@ -365,18 +346,42 @@ mod tests {
             dsn: None,
             password_secret_ref: None,
             postgres_cluster_ref: None,
+            cnpg_cluster_ref: None,
         };
         let mut both = zalando("pg");
         both.dsn = Some("postgres://x".into());
-        for spec in [none, both] {
+        let mut zalando_and_cnpg = zalando("pg");
+        zalando_and_cnpg.cnpg_cluster_ref = Some(CnpgClusterRef { name: "pg".into() });
+        for spec in [none, both, zalando_and_cnpg] {
             assert!(matches!(
-                resolve("ns", &spec, None, "c.l"),
+                resolve("ns", &spec, Lookups::default(), "c.l"),
                 DatabaseOutcome::Blocked(DatabaseIssue {
                     reason: "InvalidSpec",
                     ..
                 })
             ));
         }
+    }
+
+    #[test]
+    fn a_cnpg_ref_is_resolved_from_its_own_lookup() {
+        let spec: DatabaseSpec =
+            serde_json::from_value(serde_json::json!({"cnpgClusterRef": {"name": "pg"}})).unwrap();
+        assert_eq!(cluster_ref(&spec), None, "no Zalando lookup for it");
+        // The Zalando lookup is not the CloudNativePG one.
+        let DatabaseOutcome::Blocked(i) = resolve("ns", &spec, z(&found("Running")), "c.l") else {
+            panic!("no CloudNativePG lookup: not wired")
+        };
+        assert!(i.message.contains("postgresql.cnpg.io"), "{}", i.message);
+        let obs = CnpgObservation::CrdAbsent;
+        let found = Lookups {
+            zalando: None,
+            cnpg: Some(&obs),
+        };
+        let DatabaseOutcome::Blocked(i) = resolve("ns", &spec, found, "c.l") else {
+            panic!()
+        };
+        assert_eq!(i.reason, "PostgresOperatorNotInstalled");
     }
 
     #[test]

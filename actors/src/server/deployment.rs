@@ -18,9 +18,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use terdut_crds::v1alpha1::TerdutServerSpec;
 
-use super::key::KEY_HASH_ANNOTATION;
 use super::names::{CONTAINER_NAME, PORT_NAME, Parent, deployment_name, labels, selector_labels};
 use super::pod_security::merge;
+use super::rotation::{RESERVED, RollTriggers};
 use super::warning::SpecWarning;
 
 /// Liveness endpoint (terdut-api.md "Transport").
@@ -35,23 +35,26 @@ pub struct BuiltDeployment {
     pub warnings: Vec<SpecWarning>,
 }
 
-/// Builds the Deployment. `env` is [`super::env::container_env`]'s list; `key_hash` is the
-/// current operator key's [`super::key::OperatorKeyValue::hash`], whose change rolls the pods.
+/// Builds the Deployment. `env` is [`super::env::container_env`]'s list; `triggers` are the
+/// pod-template annotations whose change rolls the pods (the operator key's hash, the database
+/// password Secret's version: `rotation.rs`).
 pub fn deployment(
     parent: &Parent,
     spec: &TerdutServerSpec,
     env: Vec<EnvVar>,
-    key_hash: &str,
+    triggers: &RollTriggers,
 ) -> BuiltDeployment {
     let pod = &spec.pod;
     let mut warnings = vec![];
     let mut annotations = pod.annotations.clone();
-    if annotations.contains_key(KEY_HASH_ANNOTATION) {
-        warnings.push(SpecWarning::AnnotationReserved {
-            key: KEY_HASH_ANNOTATION.into(),
-        });
+    // The operator's own win, and are reserved even when it sets none (a DSN without a
+    // password Secret): a user's value would otherwise look like a version the pods run.
+    for key in RESERVED {
+        if annotations.remove(key).is_some() {
+            warnings.push(SpecWarning::AnnotationReserved { key: key.into() });
+        }
     }
-    annotations.insert(KEY_HASH_ANNOTATION.into(), key_hash.into());
+    annotations.extend(triggers.annotations());
 
     let container = Container {
         name: CONTAINER_NAME.into(),
@@ -189,6 +192,7 @@ fn non_empty<T>(v: Vec<T>) -> Option<Vec<T>> {
 mod tests {
     use super::*;
     use crate::server::names::tests::{parent, server};
+    use crate::server::rotation::{DATABASE_SECRET_ANNOTATION, KEY_HASH_ANNOTATION};
     use k8s_openapi::api::core::v1::{
         LocalObjectReference, ResourceRequirements, Toleration, Volume, VolumeMount,
     };
@@ -200,7 +204,12 @@ mod tests {
             value: Some("1".into()),
             value_from: None,
         }];
-        deployment(&parent(), &server(spec).spec, env, "abcd")
+        deployment(
+            &parent(),
+            &server(spec).spec,
+            env,
+            &RollTriggers::key("abcd"),
+        )
     }
 
     fn pod_of(d: &Deployment) -> &CorePodSpec {
@@ -300,7 +309,8 @@ mod tests {
                 "affinity": {"podAntiAffinity": {}},
                 "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
                                                "whenUnsatisfiable": "DoNotSchedule"}],
-                "annotations": {"a": "b", "terdut.ryuvia.com/operator-key-hash": "mine"},
+                "annotations": {"a": "b", "terdut.ryuvia.com/operator-key-hash": "mine",
+                                "terdut.ryuvia.com/database-secret-hash": "mine"},
                 "securityContext": {"runAsUser": 1000},
                 "containerSecurityContext": {"privileged": false},
                 "extraEnvFrom": [{"configMapRef": {"name": "cm"}}],
@@ -322,11 +332,20 @@ mod tests {
             .unwrap();
         assert_eq!(ann["a"], "b");
         assert_eq!(ann[KEY_HASH_ANNOTATION], "abcd", "operator wins");
+        assert!(
+            !ann.contains_key(DATABASE_SECRET_ANNOTATION),
+            "reserved even when the operator sets none"
+        );
         assert_eq!(
             b.warnings,
-            vec![SpecWarning::AnnotationReserved {
-                key: KEY_HASH_ANNOTATION.into()
-            }]
+            vec![
+                SpecWarning::AnnotationReserved {
+                    key: KEY_HASH_ANNOTATION.into()
+                },
+                SpecWarning::AnnotationReserved {
+                    key: DATABASE_SECRET_ANNOTATION.into()
+                }
+            ]
         );
         let pod = pod_of(d);
         let c = &pod.containers[0];
@@ -366,14 +385,39 @@ mod tests {
     #[test]
     fn a_new_key_changes_only_the_hash_annotation() {
         let s = server(json!({"database": {"dsn": "postgres://x"}})).spec;
-        let a = deployment(&parent(), &s, vec![], "aaaa").deployment;
-        let mut b = deployment(&parent(), &s, vec![], "bbbb").deployment;
+        let a = deployment(&parent(), &s, vec![], &RollTriggers::key("aaaa")).deployment;
+        let mut b = deployment(&parent(), &s, vec![], &RollTriggers::key("bbbb")).deployment;
         assert_ne!(a, b);
         let ann = b.spec.template.metadata.as_mut().unwrap();
         ann.annotations
             .as_mut()
             .unwrap()
             .insert(KEY_HASH_ANNOTATION.into(), "aaaa".into());
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn a_rotated_database_secret_changes_only_its_annotation() {
+        let s = server(json!({"database": {"dsn": "postgres://x",
+            "passwordSecretRef": {"name": "db", "key": "password"}}}))
+        .spec;
+        let with = |h: &str| {
+            let t = RollTriggers {
+                key_hash: "k".into(),
+                database_secret: Some(h.into()),
+            };
+            deployment(&parent(), &s, vec![], &t).deployment
+        };
+        let (a, mut b) = (with("v1"), with("v2"));
+        let ann = b.spec.template.metadata.as_mut().unwrap();
+        assert_eq!(
+            ann.annotations.as_ref().unwrap()[DATABASE_SECRET_ANNOTATION],
+            "v2"
+        );
+        ann.annotations
+            .as_mut()
+            .unwrap()
+            .insert(DATABASE_SECRET_ANNOTATION.into(), "v1".into());
         assert_eq!(a, b);
     }
 

@@ -92,12 +92,21 @@ mod tests {
     use super::*;
     use crate::server::deployment::deployment;
     use crate::server::names::tests::{byo_server, parent};
+    use crate::server::rotation::RollTriggers;
     use crate::server::service::service;
     use k8s_openapi::api::apps::v1::Deployment;
     use serde_json::json;
 
     fn desired() -> Deployment {
-        stamp(deployment(&parent(), &byo_server().spec, vec![], "aaaa").deployment)
+        stamp(
+            deployment(
+                &parent(),
+                &byo_server().spec,
+                vec![],
+                &RollTriggers::key("aaaa"),
+            )
+            .deployment,
+        )
     }
 
     /// What the API server hands back: defaults filled in, status and bookkeeping added.
@@ -144,7 +153,13 @@ mod tests {
     fn a_spec_change_needs_apply() {
         let d = desired();
         let old = as_read_back(&stamp(
-            deployment(&parent(), &byo_server().spec, vec![], "bbbb").deployment,
+            deployment(
+                &parent(),
+                &byo_server().spec,
+                vec![],
+                &RollTriggers::key("bbbb"),
+            )
+            .deployment,
         ));
         assert!(needs_apply(&d, Some(&old)));
     }

@@ -32,6 +32,9 @@ pub const KEY_HASH_ANNOTATION: &str = "terdut.ryuvia.com/operator-key-hash";
 /// is not needed and would only be a better offline-guessing target (though 192 random bits
 /// make guessing hopeless either way).
 pub const KEY_HASH_LEN: usize = 16;
+/// Hex characters of the hash in `status.keyFingerprint`: enough to tell keys apart by eye, and
+/// a prefix of the pod annotation, so the two can be compared.
+pub const KEY_FINGERPRINT_LEN: usize = 12;
 
 /// An operator key. `Debug` prints `<redacted>` and there is no `Display` or `Serialize`, so the
 /// value cannot reach a log line or a status by accident; [`Self::expose`] is the only way out.
@@ -94,6 +97,13 @@ impl OperatorKeyValue {
     pub fn hash(&self) -> String {
         let digest = hex::encode(Sha256::digest(self.0.as_bytes()));
         digest[..KEY_HASH_LEN].to_owned()
+    }
+
+    /// The first [`KEY_FINGERPRINT_LEN`] characters of [`Self::hash`], for
+    /// `status.keyFingerprint`: which key the operator uses, never the key (192 random bits
+    /// cannot be found from 48 bits of their hash).
+    pub fn fingerprint(&self) -> String {
+        self.hash()[..KEY_FINGERPRINT_LEN].to_owned()
     }
 }
 
@@ -232,6 +242,14 @@ mod tests {
         assert_eq!(key(1).hash(), key(1).hash());
         assert_ne!(key(1).hash(), key(2).hash());
         assert!(key(1).hash().bytes().all(|b| b.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn the_fingerprint_is_a_prefix_of_the_pod_annotation() {
+        let k = key(5);
+        assert_eq!(k.fingerprint().len(), 12);
+        assert!(k.hash().starts_with(&k.fingerprint()));
+        assert_ne!(key(5).fingerprint(), key(6).fingerprint());
     }
 
     #[test]

@@ -14,6 +14,7 @@
 
 pub mod apply;
 pub mod client;
+pub mod cnpg;
 pub mod database;
 pub mod deployment;
 pub mod drift;
@@ -26,9 +27,12 @@ pub mod pdb;
 pub mod plan;
 pub mod pod_security;
 pub mod references;
+pub mod rotation;
 pub mod service;
 pub mod status;
+pub mod summary;
 pub mod warning;
+pub mod wiring;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;

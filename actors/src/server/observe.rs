@@ -3,9 +3,10 @@
 //! applies one, a live metadata read of its name says whether something it does not control
 //! is there (docs/design.md §1: a Deployment or Service the terdut-server chart installed is never
 //! taken over). Live reads too: the Secrets the spec names (whether they and their keys
-//! exist), and the Zalando `postgresql` with its master Service (docs/design.md §8: that CRD is
-//! optional and not watched). In steady state every owned object is in the cache and the only
-//! live reads are the named Secrets.
+//! exist, and their version, never a value kept), and the Zalando `postgresql` with its master
+//! Service or the CloudNativePG `Cluster` with its `-rw` Service (docs/design.md §8: those CRDs
+//! are optional and not watched). In steady state every owned object is in the cache and the
+//! only live reads are the named Secrets and the named cluster.
 
 use std::sync::Arc;
 
@@ -22,10 +23,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::NamespaceResourceScope;
 use serde::de::DeserializeOwned;
 
+use super::cnpg::{self, CnpgObservation, RwService, rw_service_name};
 use super::database::{ClusterObservation, MasterService, cluster_ref};
 use super::names::{deployment_name, key_secret_name, pdb_name, service_name};
 use super::plan::{Observed, Unlisted};
-use super::references::{Checked, Found};
+use super::references::{Checked, Found, SecretVersion};
 use crate::consent::{Consent, decide};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
@@ -36,12 +38,14 @@ use crate::key::ObjectKey;
 pub struct Observation {
     pub key_secret: Option<Arc<Secret>>,
     pub database_cluster: Option<ClusterObservation>,
+    pub cnpg_cluster: Option<CnpgObservation>,
     pub deployment: Option<Arc<Deployment>>,
     pub service: Option<Arc<Service>>,
     pub pdb: Option<Arc<PodDisruptionBudget>>,
     pub unlisted: UnlistedMeta,
     pub references: Vec<Checked>,
     pub cluster_domain: String,
+    pub url: String,
     pub teams: TeamCounts,
 }
 
@@ -59,6 +63,7 @@ impl Observation {
         Observed {
             key_secret: self.key_secret.as_deref(),
             database_cluster: self.database_cluster.as_ref(),
+            cnpg_cluster: self.cnpg_cluster.as_ref(),
             deployment: self.deployment.as_deref(),
             service: self.service.as_deref(),
             pdb: self.pdb.as_deref(),
@@ -70,6 +75,7 @@ impl Observation {
             },
             references: &self.references,
             cluster_domain: &self.cluster_domain,
+            url: &self.url,
             teams: self.teams.clone(),
         }
     }
@@ -81,6 +87,10 @@ pub async fn observe(ctx: &Ctx, server: &TerdutServer) -> Result<Observation, Re
     let s = &ctx.stores;
     let database_cluster = match cluster_ref(&server.spec.database) {
         Some(r) => Some(zalando(ctx, ns, &r.name).await?),
+        None => None,
+    };
+    let cnpg_cluster = match &server.spec.database.cnpg_cluster_ref {
+        Some(r) => Some(cnpg(ctx, ns, &r.name).await?),
         None => None,
     };
     let deployment = s
@@ -117,7 +127,7 @@ pub async fn observe(ctx: &Ctx, server: &TerdutServer) -> Result<Observation, Re
         }
     }
     let mut references = vec![];
-    for r in super::references::references(&server.spec) {
+    for r in super::references::references(&server.spec, cnpg_cluster.as_ref()) {
         let found = referenced_secret(ctx, ns, &r.name, &r.key).await?;
         references.push(Checked {
             reference: r,
@@ -127,12 +137,16 @@ pub async fn observe(ctx: &Ctx, server: &TerdutServer) -> Result<Observation, Re
     Ok(Observation {
         key_secret,
         database_cluster,
+        cnpg_cluster,
         deployment,
         service,
         pdb,
         unlisted,
         references,
         cluster_domain: ctx.config.cluster_domain.clone(),
+        url: ctx
+            .config
+            .server_url(name, ns, server.spec.networking.service_port),
         teams: team_counts(ctx, server),
     })
 }
@@ -174,8 +188,9 @@ where
         .map_err(|e| ReconcileError::kube("get", format!("{} {ns}/{name}", K::kind(&())), e))
 }
 
-/// Whether the Secret `name` exists with `key`. Only the key names are looked at; the values
-/// are dropped with the object.
+/// Whether the Secret `name` exists with `key`, and which version of it was read. Only the key
+/// names and the metadata are looked at; the values are dropped with the object, unread
+/// (docs/security.md).
 async fn referenced_secret(
     ctx: &Ctx,
     ns: &str,
@@ -187,7 +202,11 @@ async fn referenced_secret(
         Some(s) => {
             let has = s.data.as_ref().is_some_and(|d| d.contains_key(key))
                 || s.string_data.as_ref().is_some_and(|d| d.contains_key(key));
-            if has { Found::Present } else { Found::NoKey }
+            if has {
+                Found::Present(SecretVersion::of(&s.metadata))
+            } else {
+                Found::NoKey
+            }
         }
     })
 }
@@ -230,14 +249,20 @@ fn team_counts(ctx: &Ctx, server: &TerdutServer) -> TeamCounts {
     counts
 }
 
-/// Looks up the Zalando cluster. Discovery first, so "the CRD is not installed" and "the
+/// Whether `group_version` serves `plural`: discovery, so "the CRD is not installed" and "the
 /// cluster does not exist" are told apart (both are a 404 on the object path).
+async fn served(ctx: &Ctx, group_version: &str, plural: &str) -> Result<bool, ReconcileError> {
+    match ctx.kube.list_api_group_resources(group_version).await {
+        Ok(list) => Ok(list.resources.iter().any(|r| r.name == plural)),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(false),
+        Err(e) => Err(ReconcileError::kube("discover", group_version, e)),
+    }
+}
+
+/// Looks up the Zalando cluster.
 async fn zalando(ctx: &Ctx, ns: &str, name: &str) -> Result<ClusterObservation, ReconcileError> {
-    match ctx.kube.list_api_group_resources("acid.zalan.do/v1").await {
-        Ok(list) if list.resources.iter().any(|r| r.name == "postgresqls") => {}
-        Ok(_) => return Ok(ClusterObservation::CrdAbsent),
-        Err(kube::Error::Api(e)) if e.code == 404 => return Ok(ClusterObservation::CrdAbsent),
-        Err(e) => return Err(ReconcileError::kube("discover", "acid.zalan.do/v1", e)),
+    if !served(ctx, "acid.zalan.do/v1", "postgresqls").await? {
+        return Ok(ClusterObservation::CrdAbsent);
     }
     let gvk = GroupVersionKind::gvk("acid.zalan.do", "v1", "postgresql");
     let ar = ApiResource::from_gvk_with_plural(&gvk, "postgresqls");
@@ -274,6 +299,47 @@ async fn master_service(
         .map(|p| p.port);
     Ok(port.map(|port| MasterService {
         name: name.to_owned(),
+        port,
+    }))
+}
+
+/// Looks up the CloudNativePG Cluster and, once it exists, its `-rw` Service.
+async fn cnpg(ctx: &Ctx, ns: &str, name: &str) -> Result<CnpgObservation, ReconcileError> {
+    let group_version = format!("{}/{}", cnpg::GROUP, cnpg::VERSION);
+    if !served(ctx, &group_version, cnpg::PLURAL).await? {
+        return Ok(CnpgObservation::CrdAbsent);
+    }
+    let gvk = GroupVersionKind::gvk(cnpg::GROUP, cnpg::VERSION, cnpg::KIND);
+    let ar = ApiResource::from_gvk_with_plural(&gvk, cnpg::PLURAL);
+    let api: Api<DynamicObject> = Api::namespaced_with(ctx.kube.clone(), ns, &ar);
+    match api.get_opt(name).await {
+        Ok(Some(obj)) => {
+            let rw = rw_service(ctx, ns, name).await?;
+            Ok(CnpgObservation::from_object(name, &obj.data, rw))
+        }
+        Ok(None) => Ok(CnpgObservation::Missing),
+        Err(e) => Err(ReconcileError::kube(
+            "get",
+            format!("Cluster {ns}/{name} (postgresql.cnpg.io)"),
+            e,
+        )),
+    }
+}
+
+/// The `-rw` Service CloudNativePG made for Cluster `name`, with its Postgres port.
+async fn rw_service(ctx: &Ctx, ns: &str, name: &str) -> Result<Option<RwService>, ReconcileError> {
+    let svc_name = rw_service_name(name);
+    let Some(svc) = full::<Service>(ctx, ns, &svc_name).await? else {
+        return Ok(None);
+    };
+    let ports = svc.spec.and_then(|s| s.ports).unwrap_or_default();
+    let port = ports
+        .iter()
+        .find(|p| p.name.as_deref() == Some("postgres"))
+        .or(ports.first())
+        .map(|p| p.port);
+    Ok(port.map(|port| RwService {
+        name: svc_name,
         port,
     }))
 }

@@ -19,7 +19,8 @@ use terdut_crds::v1alpha1::TerdutServer;
 use terdut_crds::v1alpha1::conditions::DesiredCondition;
 use terdut_crds::v1alpha1::server::TeamCounts;
 
-use super::database::{self, ClusterObservation, DatabaseOutcome};
+use super::cnpg::CnpgObservation;
+use super::database::{self, ClusterObservation, DatabaseOutcome, Lookups};
 use super::deployment::deployment;
 use super::drift::{needs_apply, stamp};
 use super::env::container_env;
@@ -28,8 +29,10 @@ use super::names::{MissingMetadata, Parent, validate_server_name};
 use super::pdb::pdb;
 use super::pod_security::violations;
 use super::references::{Checked, first_missing};
+use super::rotation::{RollTriggers, database_secret_hash};
 use super::service::service;
 use super::status::{DeploymentObservation, DesiredStatus, StatusInputs, desired_status};
+use super::summary::summary;
 use super::warning::SpecWarning;
 
 /// What the actor saw before planning. Objects come from the informer caches (label-filtered,
@@ -37,8 +40,10 @@ use super::warning::SpecWarning;
 #[derive(Clone, Debug, Default)]
 pub struct Observed<'a> {
     pub key_secret: Option<&'a Secret>,
-    /// The lookup of `spec.database.postgresClusterRef`; `None` for a DSN.
+    /// The lookup of `spec.database.postgresClusterRef`; `None` otherwise.
     pub database_cluster: Option<&'a ClusterObservation>,
+    /// The lookup of `spec.database.cnpgClusterRef`; `None` otherwise.
+    pub cnpg_cluster: Option<&'a CnpgObservation>,
     pub deployment: Option<&'a Deployment>,
     pub service: Option<&'a Service>,
     pub pdb: Option<&'a PodDisruptionBudget>,
@@ -50,6 +55,8 @@ pub struct Observed<'a> {
     pub references: &'a [Checked],
     /// The cluster's DNS domain, for absolute names in the pods' configuration.
     pub cluster_domain: &'a str,
+    /// The base URL the operator calls the server's API at (`--server-url-template`).
+    pub url: &'a str,
     /// TerdutTeams attached to this server, by consent outcome (docs/design.md §4.6).
     pub teams: TeamCounts,
 }
@@ -151,7 +158,10 @@ where
     let db = database::resolve(
         &parent.namespace,
         &spec.database,
-        observed.database_cluster,
+        Lookups {
+            zalando: observed.database_cluster,
+            cnpg: observed.cnpg_cluster,
+        },
         observed.cluster_domain,
     );
     let missing_reference = first_missing(observed.references, &parent.namespace);
@@ -199,7 +209,11 @@ where
                 (&key, &db, &missing_reference)
             {
                 let env = container_env(&parent.name, spec, wiring);
-                let built = deployment(&parent, spec, env.env, &k.hash());
+                let triggers = RollTriggers {
+                    key_hash: k.hash(),
+                    database_secret: database_secret_hash(observed.references),
+                };
+                let built = deployment(&parent, spec, env.env, &triggers);
                 warnings.extend(env.warnings);
                 warnings.extend(built.warnings);
                 let breaches = built
@@ -251,6 +265,11 @@ where
         teams: observed.teams.clone(),
     });
     status.pod_security = pod_security.map(|c| c.at_generation(server.metadata.generation));
+    status.summary = summary(
+        name_error.is_none().then_some(observed.url),
+        &key,
+        deployment_obs.as_ref().map(|d| d.available_replicas),
+    );
     Ok(Plan {
         steps,
         warnings,
@@ -552,6 +571,7 @@ mod tests {
                 field: "spec.database.passwordSecretRef",
                 name: "db".into(),
                 key: "password".into(),
+                database: true,
             },
             found: Found::NoSecret,
         }];
@@ -611,6 +631,133 @@ mod tests {
         assert_eq!(
             kinds(&p),
             ["CreateKeySecret", "ApplyService", "ApplyDeployment"]
+        );
+    }
+
+    fn db_secret(rv: &str) -> [Checked; 1] {
+        use crate::server::references::{Found, Reference, SecretVersion};
+        [Checked {
+            reference: Reference {
+                field: "spec.database.passwordSecretRef",
+                name: "db".into(),
+                key: "password".into(),
+                database: true,
+            },
+            found: Found::Present(SecretVersion {
+                uid: "uid-1".into(),
+                resource_version: rv.into(),
+            }),
+        }]
+    }
+
+    fn db_annotation(d: &Deployment) -> Option<String> {
+        let t = &d.spec.template;
+        t.metadata
+            .as_ref()?
+            .annotations
+            .as_ref()?
+            .get(crate::server::rotation::DATABASE_SECRET_ANNOTATION)
+            .cloned()
+    }
+
+    #[test]
+    fn a_new_version_of_the_database_secret_rolls_the_pods_once() {
+        let s = server(json!({"database": {"dsn": "postgres://x",
+            "passwordSecretRef": {"name": "db", "key": "password"}}}));
+        let v1 = db_secret("10");
+        let first = Observed {
+            references: &v1,
+            ..Default::default()
+        };
+        let w = World::after(&plan(&s, &first, || key(1)).unwrap());
+        let was = db_annotation(&w.deployment).expect("annotated");
+        // Same version: nothing to do.
+        let same = Observed {
+            references: &v1,
+            ..w.observed()
+        };
+        assert!(plan(&s, &same, never).unwrap().steps.is_empty());
+        // The Secret was written: the Deployment is applied with a new annotation, and only
+        // that changed.
+        let v2 = db_secret("11");
+        let rotated = Observed {
+            references: &v2,
+            ..w.observed()
+        };
+        let p = plan(&s, &rotated, never).unwrap();
+        let [Step::ApplyDeployment(d)] = p.steps.as_slice() else {
+            panic!("{:?}", p.steps)
+        };
+        assert_ne!(db_annotation(d), Some(was));
+        assert_eq!(hash_annotation(d), key(1).unwrap().hash());
+    }
+
+    #[test]
+    fn a_cnpg_cluster_is_wired_from_its_service_and_app_secret() {
+        use crate::server::cnpg::{CnpgObservation, RwService};
+        let s = server(json!({"database": {"cnpgClusterRef": {"name": "pg"}}}));
+        let ready = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        let found = CnpgObservation::from_object(
+            "pg",
+            &ready,
+            Some(RwService {
+                name: "pg-rw".into(),
+                port: 5432,
+            }),
+        );
+        let observed = Observed {
+            cnpg_cluster: Some(&found),
+            cluster_domain: "cluster.local",
+            ..Default::default()
+        };
+        let p = plan(&s, &observed, || key(1)).unwrap();
+        let w = World::after(&p);
+        let env = &w.deployment.spec.template.spec.as_ref().unwrap().containers[0]
+            .env
+            .clone()
+            .unwrap();
+        let dsn = env
+            .iter()
+            .find(|e| e.name == "TERDUT_DATABASE_DSN")
+            .unwrap();
+        assert_eq!(
+            dsn.value.as_deref(),
+            Some("postgres://app@pg-rw.oncall.svc.cluster.local.:5432/app?sslmode=require")
+        );
+        let pw = env.iter().find(|e| e.name == "PGPASSWORD").unwrap();
+        let r = pw
+            .value_from
+            .as_ref()
+            .unwrap()
+            .secret_key_ref
+            .as_ref()
+            .unwrap();
+        assert_eq!((r.name.as_str(), r.key.as_str()), ("pg-app", "password"));
+    }
+
+    #[test]
+    fn the_status_summary_names_url_pods_and_fingerprint() {
+        let s = byo_server();
+        let observed = Observed {
+            url: "http://terdut.oncall.svc.cluster.local.:8080",
+            ..Default::default()
+        };
+        let p = plan(&s, &observed, || key(1)).unwrap();
+        let sum = &p.status.summary;
+        assert_eq!(
+            sum.url.as_deref(),
+            Some("http://terdut.oncall.svc.cluster.local.:8080")
+        );
+        assert_eq!(sum.key_fingerprint, Some(key(1).unwrap().fingerprint()));
+        assert_eq!(sum.available_replicas, None, "no Deployment yet");
+        let w = World::after(&p);
+        let p = plan(&s, &w.observed(), never).unwrap();
+        assert_eq!(p.status.summary.available_replicas, Some(0));
+        let mut bad = byo_server();
+        bad.metadata.name = Some("x".repeat(64));
+        assert_eq!(
+            plan(&bad, &observed, never).unwrap().status.summary.url,
+            None
         );
     }
 

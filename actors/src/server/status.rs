@@ -24,6 +24,7 @@ use terdut_crds::v1alpha1::{SecretKeyRef, TerdutServerStatus};
 use super::database::DatabaseOutcome;
 use super::key::KeySecretState;
 use super::names::{KEY_SECRET_DATA_KEY, deployment_name, key_secret_name};
+use super::summary::Summary;
 
 /// Ready condition reasons: stable CamelCase, each one something a user can act on.
 pub mod reasons {
@@ -199,6 +200,8 @@ pub struct DesiredStatus {
     pub observed_generation: Option<i64>,
     pub credentials_secret_ref: Option<SecretKeyRef>,
     pub teams: TeamCounts,
+    /// URL, available pods, key fingerprint (`summary.rs`), set by the plan.
+    pub summary: Summary,
 }
 
 /// Decides the status. `credentialsSecretRef` is set only while the key Secret is present and
@@ -217,6 +220,7 @@ pub fn desired_status(i: &StatusInputs<'_>) -> DesiredStatus {
         observed_generation: i.generation,
         credentials_secret_ref,
         teams: i.teams.clone(),
+        summary: Summary::default(),
     }
 }
 
@@ -349,6 +353,9 @@ pub fn status_patch(
         // The driver's, the same for every kind (`write/shared.rs`).
         plan: current.and_then(|s| s.plan.clone()),
         last_applied: current.and_then(|s| s.last_applied.clone()),
+        url: desired.summary.url.clone(),
+        available_replicas: desired.summary.available_replicas,
+        key_fingerprint: desired.summary.key_fingerprint.clone(),
     };
     if current == Some(&next) {
         return None;
@@ -359,6 +366,9 @@ pub fn status_patch(
             "observedGeneration": next.observed_generation,
             "credentialsSecretRef": next.credentials_secret_ref,
             "teams": next.teams,
+            "url": next.url,
+            "availableReplicas": next.available_replicas,
+            "keyFingerprint": next.key_fingerprint,
         }
     }))
 }
@@ -422,6 +432,7 @@ pub fn planned(
                 observed_generation: generation,
                 credentials_secret_ref: None,
                 teams: TeamCounts::default(),
+                summary: Summary::default(),
             };
             return Verdict::new(desired, Next::Resync);
         }
@@ -717,6 +728,28 @@ mod tests {
             p["status"]["conditions"][0]["lastTransitionTime"],
             serde_json::to_value(t(50)).unwrap()
         );
+    }
+
+    #[test]
+    fn patch_carries_the_summary_and_clears_it_when_gone() {
+        let mut desired = decide(&present(), &wired(), Some(&obs(1, 2, 2)));
+        desired.summary = Summary {
+            url: Some("http://terdut.oncall.svc.cluster.local.:8080".into()),
+            available_replicas: Some(1),
+            key_fingerprint: Some("0123456789ab".into()),
+        };
+        let p = status_patch(None, &desired, t(1)).unwrap();
+        assert_eq!(
+            p["status"]["url"],
+            "http://terdut.oncall.svc.cluster.local.:8080"
+        );
+        assert_eq!(p["status"]["availableReplicas"], 1);
+        assert_eq!(p["status"]["keyFingerprint"], "0123456789ab");
+        let written: TerdutServerStatus = serde_json::from_value(p["status"].clone()).unwrap();
+        assert_eq!(status_patch(Some(&written), &desired, t(2)), None);
+        desired.summary = Summary::default();
+        let p = status_patch(Some(&written), &desired, t(3)).unwrap();
+        assert!(p["status"]["keyFingerprint"].is_null() && p["status"]["url"].is_null());
     }
 
     #[test]

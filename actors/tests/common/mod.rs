@@ -232,6 +232,33 @@ pub fn zalando_crd()
     .unwrap()
 }
 
+/// The CRD of CloudNativePG's `Cluster` kind (schema-less, with its status subresource), for
+/// the `database.cnpgClusterRef` path (docs/design.md §8).
+pub fn cnpg_crd()
+-> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "clusters.postgresql.cnpg.io"},
+        "spec": {
+            "group": "postgresql.cnpg.io", "scope": "Namespaced",
+            "names": {"kind": "Cluster", "plural": "clusters", "singular": "cluster", "listKind": "ClusterList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    }))
+    .unwrap()
+}
+
+/// The value of one series of the test operator's metrics (`name{labels}` as the text encoding
+/// writes it, without the `terdut_operator_` prefix the binary adds), if it is exposed.
+pub fn metric(op: &TestOperator, series: &str) -> Option<f64> {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &op.registry).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
 /// Creates an Opaque Secret `name` in `ns` with `data` (for the Secrets a spec names).
 pub async fn create_secret(client: &kube::Client, ns: &str, name: &str, data: &[(&str, &str)]) {
     use k8s_openapi::api::core::v1::Secret;

@@ -33,6 +33,11 @@ use super::policy::{DeletionPolicy, Management};
         json_path = ".status.integrationID"
     ),
     printcolumn(
+        name = "Secret",
+        type_ = "string",
+        json_path = ".status.webhookURLSecretRef.name"
+    ),
+    printcolumn(
         name = "Ready",
         type_ = "string",
         json_path = r#".status.conditions[?(@.type=="Ready")].status"#

@@ -53,6 +53,12 @@ pub const DEFAULT_IMAGE_REPOSITORY: &str = "git.ryuvia.com/niklas/terdut-server"
         priority = "1"
     ),
     printcolumn(
+        name = "Available",
+        type_ = "integer",
+        json_path = ".status.availableReplicas",
+        priority = "1"
+    ),
+    printcolumn(
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
@@ -152,17 +158,18 @@ fn default_service_port() -> i32 {
     8080
 }
 
-/// Where the database is: a DSN you bring, or a Zalando `postgresql` cluster (docs/design.md §8).
+/// Where the database is: a DSN you bring, a Zalando `postgresql` cluster or a CloudNativePG
+/// `Cluster` (docs/design.md §8).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "has(self.dsn) != has(self.postgresClusterRef)",
-        "message": "set exactly one of database.dsn (bring your own database) or database.postgresClusterRef (a Zalando postgresql cluster)"
+        "rule": "[has(self.dsn), has(self.postgresClusterRef), has(self.cnpgClusterRef)].filter(x, x).size() == 1",
+        "message": "set exactly one of database.dsn (bring your own database), database.postgresClusterRef (a Zalando postgresql cluster) or database.cnpgClusterRef (a CloudNativePG Cluster)"
     },
     {
         "rule": "!has(self.passwordSecretRef) || has(self.dsn)",
-        "message": "database.passwordSecretRef goes with database.dsn; with postgresClusterRef the password comes from the cluster's credentials Secret"
+        "message": "database.passwordSecretRef goes with database.dsn; with postgresClusterRef or cnpgClusterRef the password comes from the cluster's own Secret"
     },
     {
         "rule": "!has(self.dsn) || (!self.dsn.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#@]*:[^/?#@]*@') && !self.dsn.matches('(^|[[:space:]?&])password[[:space:]]*='))",
@@ -181,9 +188,23 @@ pub struct DatabaseSpec {
     /// A Zalando `postgresql.acid.zalan.do` cluster in this namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub postgres_cluster_ref: Option<PostgresClusterRef>,
+    /// A CloudNativePG `clusters.postgresql.cnpg.io` Cluster in this namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cnpg_cluster_ref: Option<CnpgClusterRef>,
 }
 
-/// A Zalando postgres-operator cluster; the DSN host is `<name>.<namespace>.svc:5432` and the
+/// A CloudNativePG Cluster; the DSN host is its `<name>-rw` Service (the primary), the user and
+/// database are the ones its bootstrap made (`app` by default), and the password comes from its
+/// application Secret, `<name>-app` unless the bootstrap names another (docs/design.md §8).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CnpgClusterRef {
+    /// At most 60 characters, so that `<name>-rw` is still a Service name (a DNS label).
+    #[schemars(length(min = 1, max = 60))]
+    pub name: String,
+}
+
+/// A Zalando postgres-operator cluster; the DSN host is its master Service `<name>` and the
 /// password comes from `<user>.<name>.credentials.postgresql.acid.zalan.do` (docs/design.md §8).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -465,6 +486,17 @@ pub struct TerdutServerStatus {
     /// The changes the last pass that changed something made (at most 20 lines).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_applied: Option<AppliedChanges>,
+    /// The base URL the operator calls this server's API at (docs/design.md §6 step 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Pods of the server's Deployment that are available; absent until the Deployment exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available_replicas: Option<i32>,
+    /// The first 12 hex characters of the operator key's SHA-256, to tell keys apart (the
+    /// pod template's `terdut.ryuvia.com/operator-key-hash` starts with the same characters);
+    /// never the key (docs/design.md §6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_fingerprint: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
