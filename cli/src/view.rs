@@ -92,6 +92,10 @@ pub struct ServerView {
     /// `status.keyFingerprint` when the operator writes one; else filled in from the
     /// Deployment's key-hash annotation by the collector.
     pub key_fingerprint: Option<String>,
+    /// `status.url`: where the operator calls the server's API.
+    pub url: Option<String>,
+    /// `status.availableReplicas`.
+    pub available_replicas: Option<i64>,
 }
 
 impl ServerView {
@@ -104,6 +108,10 @@ impl ServerView {
             teams_accepted: d.pointer("/status/teams/accepted").and_then(Value::as_u64),
             teams_refused: d.pointer("/status/teams/refused").and_then(Value::as_u64),
             key_fingerprint: str_at("/status/keyFingerprint"),
+            url: str_at("/status/url"),
+            available_replicas: d
+                .pointer("/status/availableReplicas")
+                .and_then(Value::as_i64),
         }
     }
 }

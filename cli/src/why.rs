@@ -153,6 +153,15 @@ fn summary(kind: Kind, obj: &DynamicObject, c: &Common) -> Vec<String> {
             if let (Some(a), Some(r)) = (s.teams_accepted, s.teams_refused) {
                 lines.push(format!("teams: {a} accepted, {r} refused"));
             }
+            if let Some(k) = &s.key_fingerprint {
+                lines.push(format!("key fingerprint: {k}"));
+            }
+            if let Some(u) = &s.url {
+                lines.push(format!("API: {u}"));
+            }
+            if let Some(n) = s.available_replicas {
+                lines.push(format!("pods available: {n}"));
+            }
         }
         Kind::Team => {
             let t = TeamView::of(obj);

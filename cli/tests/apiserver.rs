@@ -71,6 +71,10 @@ async fn golden_objects(cp: &ControlPlane, client: &Client) {
                 accepted: 2,
                 refused: 1,
             }),
+            // What the operator writes: the first 12 hex of the hash in the pod annotation.
+            key_fingerprint: Some("3f2a9c0d1e4b".into()),
+            url: Some("http://terdut.golden-platform.svc.cluster.local.:8080".into()),
+            available_replicas: Some(0),
             ..Default::default()
         },
     )
@@ -254,6 +258,42 @@ async fn status_renders_the_tree_golden() {
     assert!(one.contains("server golden-platform/terdut"), "{one}");
     assert!(one.contains("team golden-payments/payments"), "{one}");
     assert!(!one.contains("team platform"), "{one}");
+
+    // `why` of the server names its key by fingerprint, its API URL and its pods.
+    let why = run(
+        &client,
+        &["why", "server/terdut", "-n", "golden-platform"],
+        false,
+    )
+    .await
+    .unwrap();
+    for line in [
+        "key fingerprint: 3f2a9c0d1e4b",
+        "API: http://terdut.golden-platform.svc.cluster.local.:8080",
+        "pods available: 0",
+    ] {
+        assert!(why.contains(line), "{line:?} missing in\n{why}");
+    }
+    assert!(!why.contains(KEY), "the key itself is never shown:\n{why}");
+}
+
+#[tokio::test]
+async fn status_of_an_older_operator_shows_the_deployments_key_hash() {
+    // An operator that writes no status.keyFingerprint: the pod annotation's hash is shown,
+    // and only from the server's own Deployment.
+    let (cp, client) = setup().await;
+    let ns = cp.namespace(&client, "oldop").await.unwrap();
+    let server = common::server(
+        &client,
+        &ns,
+        "terdut",
+        json!({}),
+        TerdutServerStatus::default(),
+    )
+    .await;
+    common::deployment(&client, &server, "0123456789abcdef").await;
+    let out = run(&client, &["status", "-n", &ns], false).await.unwrap();
+    assert!(out.contains("key 0123456789abcdef"), "{out}");
 }
 
 #[tokio::test]
