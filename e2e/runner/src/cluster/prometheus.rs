@@ -270,6 +270,20 @@ pub async fn check(run: &Run) -> anyhow::Result<()> {
         "PromQL max by (kind) (terdut_operator_actors_active): 1 server, 2 teams, 2 sources",
         &counts,
     );
+    // The gauge the alert TerdutObjectsNotReady and the dashboard's object panels read.
+    let objects = wait::until("the objects gauge", limit, || async {
+        let got: BTreeMap<String, f64> = query(run, "sum by (kind) (terdut_operator_objects)")
+            .await?
+            .into_iter()
+            .map(|(l, v)| (l.get("kind").cloned().unwrap_or_default(), v))
+            .collect();
+        Ok((got == want).then_some(()))
+    })
+    .await;
+    run.checks.check_result(
+        "PromQL sum by (kind) (terdut_operator_objects): 1 server, 2 teams, 2 sources",
+        &objects,
+    );
     Ok(())
 }
 
