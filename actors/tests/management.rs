@@ -169,8 +169,12 @@ async fn a_paused_server_leaves_its_deployment_alone_and_its_teams_still_converg
         (d.spec.replicas == Some(5)).then_some(())
     })
     .await;
-    let s = servers.get("terdut").await.unwrap().status.unwrap();
-    assert!(condition(&s.conditions, "Paused").is_none(), "{s:?}");
+    // The status is written after the Deployment, in the same pass.
+    eventually("the Paused condition gone", WAIT, || async {
+        let s = servers.get("terdut").await.ok()?.status?;
+        condition(&s.conditions, "Paused").is_none().then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -227,8 +231,11 @@ async fn a_paused_team_pauses_the_server_calls_of_its_alert_sources() {
         (i.name == "renamed-am").then_some(())
     })
     .await;
-    let s = api.get("am").await.unwrap().status.unwrap();
-    assert!(condition(&s.conditions, "Paused").is_none(), "{s:?}");
+    eventually("the source's Paused condition gone", WAIT, || async {
+        let s = api.get("am").await.ok()?.status?;
+        condition(&s.conditions, "Paused").is_none().then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
