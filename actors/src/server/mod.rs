@@ -25,6 +25,7 @@ pub mod names;
 pub mod observe;
 pub mod pdb;
 pub mod plan;
+pub mod planned;
 pub mod pod_security;
 pub mod references;
 pub mod rotation;
@@ -171,7 +172,7 @@ impl Pipeline for Server {
         changes: Option<&[String]>,
         memory: &ServerMemory,
     ) -> Verdict<status::DesiredStatus> {
-        status::planned(
+        planned::planned(
             server,
             plan,
             changes.unwrap_or_default(),

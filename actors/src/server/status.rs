@@ -411,44 +411,6 @@ pub fn verdict(
     Verdict::new(desired, next).announce(announce)
 }
 
-/// The status of an `ObserveOnly` pass: what the plan says the object would be (its Deployment
-/// as observed, the key as the server answers), with Ready saying what would change.
-pub fn planned(
-    server: &terdut_crds::v1alpha1::TerdutServer,
-    plan: &Result<super::plan::Plan, String>,
-    changes: &[String],
-    published: Option<&super::client::Published>,
-) -> crate::pipeline::Verdict<DesiredStatus> {
-    use crate::pipeline::{Next, Verdict};
-    let generation = server.metadata.generation;
-    let plan = match plan {
-        Ok(p) => p,
-        Err(e) => {
-            let desired = DesiredStatus {
-                ready: DesiredCondition::ready(false, reasons::INVALID_SPEC, e.clone())
-                    .at_generation(generation),
-                pod_security: None,
-                key_accepted: None,
-                observed_generation: generation,
-                credentials_secret_ref: None,
-                teams: TeamCounts::default(),
-                summary: Summary::default(),
-            };
-            return Verdict::new(desired, Next::Resync);
-        }
-    };
-    let mut desired = plan.status.clone();
-    desired.key_accepted = published.map(|p| p.check.condition(generation));
-    if !changes.is_empty() {
-        desired.ready = DesiredCondition::ready(
-            false,
-            "ObserveOnly",
-            crate::team::status::observe_only_message(changes.len(), "server's objects"),
-        )
-        .at_generation(generation);
-    }
-    Verdict::new(desired, Next::Resync)
-}
 
 #[cfg(test)]
 mod tests {

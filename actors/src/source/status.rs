@@ -153,7 +153,7 @@ pub fn desired_status(outcome: &Outcome, generation: Option<i64>, secret: &str) 
         Outcome::ObserveOnly { changes } => (
             false,
             OBSERVE_ONLY,
-            crate::team::status::observe_only_message(*changes, "integration"),
+            crate::write::shared::observe_only_message(*changes, "integration"),
             None,
         ),
     };

@@ -78,14 +78,6 @@ pub struct StatusInputs<'a> {
     pub team_id: Option<i64>,
 }
 
-/// The Ready message of an `ObserveOnly` object with `changes` planned (every kind's).
-pub fn observe_only_message(changes: usize, what: &str) -> String {
-    format!(
-        "spec.management is ObserveOnly: {changes} change(s) to the {what} planned (status.plan), \
-         none made; set it to Full to apply exactly those"
-    )
-}
-
 /// The status a team should have, without timestamps.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DesiredStatus {
@@ -132,7 +124,9 @@ pub fn desired_status(outcome: &Outcome, i: &StatusInputs<'_>) -> DesiredStatus 
              over as it is, annotate this TerdutTeam {ADOPT_ANNOTATION}=\"{team_id}\"; to start \
              afresh, delete that team on the server"
         ),
-        Outcome::ObserveOnly { changes } => observe_only_message(*changes, "team"),
+        Outcome::ObserveOnly { changes } => {
+            crate::write::shared::observe_only_message(*changes, "team")
+        }
     };
     DesiredStatus {
         ready: Some(

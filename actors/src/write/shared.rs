@@ -57,6 +57,14 @@ pub struct Shared {
     pub applied: Option<Vec<String>>,
 }
 
+/// The Ready message of an `ObserveOnly` object with `changes` planned (every kind's).
+pub fn observe_only_message(changes: usize, what: &str) -> String {
+    format!(
+        "spec.management is ObserveOnly: {changes} change(s) to the {what} planned (status.plan), \
+         none made; set it to Full to apply exactly those"
+    )
+}
+
 /// `lines`, cut to [`MAX_CHANGES`] with a last line saying how many more there were.
 pub fn bounded(mut lines: Vec<String>) -> Vec<String> {
     if lines.len() > MAX_CHANGES {
