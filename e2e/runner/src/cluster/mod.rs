@@ -3,6 +3,7 @@
 //! the golden path through the Service's DNS name, then key rotation, the disruption budgets,
 //! leader failover and a rolling restart, a real Prometheus, and everything deleted.
 
+pub mod dashboard;
 pub mod disruption;
 pub mod helm;
 pub mod ingest;
@@ -115,6 +116,7 @@ pub async fn scenario(run: &Run, helm: &Helm, images: &Images, keep: bool) -> an
     leader::rollout_restart(run).await?;
     golden::wait_teams_and_sources(run, Duration::from_secs(120)).await?;
     prometheus::check(run).await?;
+    dashboard::check(run).await?;
 
     golden::delete_teams_and_sources(run)?;
     golden::check_server_empty(run).await?;

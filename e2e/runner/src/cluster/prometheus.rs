@@ -195,7 +195,10 @@ pub async fn deploy(run: &Run, helm: &Helm, image: &str) -> anyhow::Result<()> {
 }
 
 /// An instant query's result: `(labels, value)` per series.
-async fn query(run: &Run, promql: &str) -> anyhow::Result<Vec<(BTreeMap<String, String>, f64)>> {
+pub async fn query(
+    run: &Run,
+    promql: &str,
+) -> anyhow::Result<Vec<(BTreeMap<String, String>, f64)>> {
     let base = run
         .reach
         .service(&run.client, PROM_NS, "prometheus", 9090)
@@ -258,7 +261,11 @@ pub async fn check(run: &Run) -> anyhow::Result<()> {
     ]);
     let counts = wait::until("the objects' counts", limit, || async {
         let got: BTreeMap<String, f64> =
-            query(run, "max by (kind) (terdut_operator_actors_active)")
+            // Alive or passivated (ADR 0008): the leader's tree holds every object either way.
+            query(
+                run,
+                r#"max by (kind) (sum by (kind, instance) ({__name__=~"terdut_operator_actors_(active|passive)"}))"#,
+            )
                 .await?
                 .into_iter()
                 .map(|(l, v)| (l.get("kind").cloned().unwrap_or_default(), v))
@@ -267,7 +274,7 @@ pub async fn check(run: &Run) -> anyhow::Result<()> {
     })
     .await;
     run.checks.check_result(
-        "PromQL max by (kind) (terdut_operator_actors_active): 1 server, 2 teams, 2 sources",
+        "PromQL actors alive + passive, by kind: 1 server, 2 teams, 2 sources",
         &counts,
     );
     // The gauge the alert TerdutObjectsNotReady and the dashboard's object panels read.
