@@ -20,6 +20,7 @@ import argparse
 import base64
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -86,11 +87,27 @@ def ready_count():
     return sum(1 for line in out.splitlines() if line.strip() == "True")
 
 
+def actors():
+    """`terdut_operator_actors_active` by kind, from the operator's /metrics."""
+    body = http("GET", "http://127.0.0.1:19564/metrics", timeout=5) or ""
+    if isinstance(body, bytes):
+        body = body.decode()
+    out = {}
+    for line in body.splitlines():
+        m = re.match(r'terdut_operator_actors_active\{kind="(\w+)"\} (\S+)', line)
+        if m:
+            out[m.group(1)] = float(m.group(2))
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--teams", default="1000,10000", help="comma list of team counts, ascending")
     p.add_argument("--batch", type=int, default=500, help="teams per kubectl apply")
     p.add_argument("--timeout", type=int, default=1200, help="seconds for each step to converge")
+    p.add_argument("--idle", type=int, default=60,
+                   help="seconds to wait after each step for idle actors to passivate (the operator's "
+                        "--passivate-after is 30s), before RSS and actors alive are read again")
     p.add_argument("--heap-profile", metavar="FILE", help="run the operator under heaptrack, writing FILE")
     a = p.parse_args()
     work = os.environ["WORK"]
@@ -142,9 +159,13 @@ def main():
             after = proc_kib(pid, "VmRSS")
             log(f"  after a kube-apiserver restart (every watch relists): peak {hwm / 1024:.1f} MiB, "
                 f"RSS {after / 1024:.1f} MiB")
+            time.sleep(a.idle)
+            idle_rss, alive = proc_kib(pid, "VmRSS"), actors()
+            log(f"  after {a.idle}s idle: RSS {idle_rss / 1024:.1f} MiB, actors alive {alive}")
             results["steps"].append({"teams": target, "ready_secs": round(took, 1), "rss_kib": rss,
                                      "hwm_before_relist_kib": hwm_before, "hwm_after_relist_kib": hwm,
-                                     "rss_after_relist_kib": after})
+                                     "rss_after_relist_kib": after, "rss_after_idle_kib": idle_rss,
+                                     "actors_after_idle": alive})
     finally:
         if wrap:
             stop_profiled(operator, pid, a.heap_profile)
@@ -153,12 +174,16 @@ def main():
     os.makedirs(".tmp/bench", exist_ok=True)
     with open(".tmp/bench/rss.json", "w") as f:
         json.dump(results, f, indent=1)
-    print("| teams | time to all Ready | operator RSS | peak during a relist | RSS after it |")
-    print("|---|---|---|---|---|")
-    print(f"| 0 (one TerdutServer) | | {idle / 1024:.1f} MiB | | |")
+    print("| teams | time to all Ready | operator RSS | peak during a relist | RSS after it "
+          f"| RSS after {a.idle} s idle | actors alive then (team/source/server) |")
+    print("|---|---|---|---|---|---|---|")
+    print(f"| 0 (one TerdutServer) | | {idle / 1024:.1f} MiB | | | | |")
     for s in results["steps"]:
+        alive = s["actors_after_idle"]
         print(f"| {s['teams']} | {s['ready_secs']:.0f} s | {s['rss_kib'] / 1024:.1f} MiB | "
-              f"{s['hwm_after_relist_kib'] / 1024:.1f} MiB | {s['rss_after_relist_kib'] / 1024:.1f} MiB |")
+              f"{s['hwm_after_relist_kib'] / 1024:.1f} MiB | {s['rss_after_relist_kib'] / 1024:.1f} MiB | "
+              f"{s['rss_after_idle_kib'] / 1024:.1f} MiB | "
+              f"{alive.get('team', 0):.0f} / {alive.get('source', 0):.0f} / {alive.get('server', 0):.0f} |")
     return 0
 
 

@@ -54,7 +54,7 @@ pub struct Cli {
 
     /// How long a converged TerdutTeam or TerdutAlertSource actor with nothing due stays up
     /// before it is stopped and kept as an entry only (passivation, ADR 0008); `0s`: never.
-    #[arg(long, env = "TERDUT_PASSIVATE_AFTER", default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, env = "TERDUT_PASSIVATE_AFTER", default_value = "2s", value_parser = parse_duration)]
     pub passivate_after: Duration,
 
     /// Run leader election on a Lease, so that several replicas can run (only the leader acts).

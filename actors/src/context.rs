@@ -82,7 +82,7 @@ impl Default for OperatorConfig {
             selector: None,
             watch_namespace_selector: None,
             max_concurrent_passes: 256,
-            passivate_after: Some(Duration::from_secs(30)),
+            passivate_after: Some(Duration::from_secs(2)),
         }
     }
 }

@@ -812,13 +812,27 @@ async fn idle(
     reset_calls(standins).await?;
     let before = Scrape::take(registry);
     let t0 = Instant::now();
-    tokio::time::sleep(Duration::from_secs(args.idle_secs)).await;
+    let children = |scrape: &Scrape, name: &str| {
+        scrape.sum(name, &[("kind", "team")]) + scrape.sum(name, &[("kind", "source")])
+    };
+    // Sampled once a second: the resync waves make the count at any one instant depend on
+    // where in the wave it falls; the mean over the window is what idle actors cost.
+    let (mut samples, mut alive_sum, mut alive_max) = (0.0, 0.0, 0.0_f64);
+    while t0.elapsed() < Duration::from_secs(args.idle_secs) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = children(&Scrape::take(registry), "actors_active");
+        samples += 1.0;
+        alive_sum += now;
+        alive_max = alive_max.max(now);
+    }
     let window = t0.elapsed().as_secs_f64();
     let after = Scrape::take(registry);
     let objects = (args.teams + args.sources).max(1) as f64;
-    let children =
-        |name: &str| after.sum(name, &[("kind", "team")]) + after.sum(name, &[("kind", "source")]);
-    let (alive, passive) = (children("actors_active"), children("actors_passive"));
+    let (alive, passive) = (
+        children(&after, "actors_active"),
+        children(&after, "actors_passive"),
+    );
+    let alive_mean = alive_sum / f64::max(samples, 1.0);
     let reconciles = delta(
         &after.by_label("reconciles_total", "kind"),
         &before.by_label("reconciles_total", "kind"),
@@ -852,6 +866,9 @@ async fn idle(
         "team_and_source_actors_alive": alive,
         "team_and_source_entries_passive": passive,
         "alive_ratio": alive / objects,
+        "alive_mean": alive_mean,
+        "alive_max": alive_max,
+        "alive_mean_ratio": alive_mean / objects,
     }))
 }
 
@@ -1138,18 +1155,20 @@ fn table(args: &Args, r: &Value) -> String {
         "≤ 1 ms",
         yes(q99 <= 1.0),
     );
-    let alive = num(&i["alive_ratio"]);
+    let mean = num(&i["alive_mean_ratio"]);
     row(
-        "team and source actors alive after the idle window",
+        "team and source actors alive during the idle window (mean of 1 s samples; max; at its end)",
         format!(
-            "{:.0} of {} objects ({:.2} %); {:.0} passive",
-            num(&i["team_and_source_actors_alive"]),
+            "{:.1} of {} objects ({:.2} %); max {:.0}; at the end {:.0} alive, {:.0} passive",
+            num(&i["alive_mean"]),
             args.teams + args.sources,
-            alive * 100.0,
+            mean * 100.0,
+            num(&i["alive_max"]),
+            num(&i["team_and_source_actors_alive"]),
             num(&i["team_and_source_entries_passive"])
         ),
         "≤ 1 %",
-        yes(alive <= 0.01),
+        yes(mean <= 0.01),
     );
     let b = &r["baselines"];
     if b.is_object() {
