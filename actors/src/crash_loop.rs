@@ -1,14 +1,15 @@
 //! Reporting a crash-looping actor on its object (the supervisor parked it, see
-//! `supervisor::restart_policy`): `Ready=False, reason: CrashLooping` and a Warning Event, the
-//! same for every kind.
+//! `supervisor::restart_policy`): `Ready=False, reason: CrashLooping`, `Stalled=True` and a
+//! Warning Event, the same for every kind (docs/design.md §7).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams};
 use kube::core::NamespaceResourceScope;
 use kube::runtime::events::EventType;
 use serde::de::DeserializeOwned;
-use terdut_crds::v1alpha1::conditions::{DesiredCondition, set_condition};
+use terdut_crds::v1alpha1::conditions::{DesiredCondition, Progress, set_ready};
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 use tracing::warn;
 
@@ -71,14 +72,12 @@ pub async fn report<K: Conditioned>(
          it retries when the object changes",
         K::kind(&())
     );
-    let mut conditions = obj.conditions();
-    set_condition(
-        &mut conditions,
-        DesiredCondition::ready(false, CRASH_LOOPING, message.clone())
-            .at_generation(obj.meta().generation),
+    let patch = crash_loop_patch(
+        obj.conditions(),
+        obj.meta().generation,
+        &message,
         ctx.clock.k8s_now(),
     );
-    let patch = serde_json::json!({"status": {"conditions": conditions}});
     ctx.metrics.kube_write(kind, "status");
     if let Err(e) = api
         .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -95,4 +94,63 @@ pub async fn report<K: Conditioned>(
             message,
         )
         .await;
+}
+
+/// The status patch of a parked object: Ready False with `message`, Stalled (it restarts only
+/// when the object changes), and `observedGeneration` at the object's generation, so kstatus
+/// reads Failed rather than "generation not observed yet" when a new spec is what crashes
+/// (docs/design.md §7).
+pub fn crash_loop_patch(
+    mut conditions: Vec<Condition>,
+    generation: Option<i64>,
+    message: &str,
+    now: Time,
+) -> serde_json::Value {
+    set_ready(
+        &mut conditions,
+        DesiredCondition::ready(false, CRASH_LOOPING, message).at_generation(generation),
+        Progress::Stalled,
+        now,
+    );
+    serde_json::json!({"status": {"conditions": conditions, "observedGeneration": generation}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::jiff::Timestamp;
+
+    #[test]
+    fn a_parked_object_is_stalled_at_its_generation() {
+        let now = Time(Timestamp::from_second(10).unwrap());
+        let mut waiting = vec![];
+        set_ready(
+            &mut waiting,
+            DesiredCondition::ready(false, "WaitingForServer", "starting").at_generation(Some(1)),
+            Progress::Reconciling,
+            now.clone(),
+        );
+        let p = crash_loop_patch(waiting, Some(2), "crashed", now);
+        let conditions: Vec<Condition> =
+            serde_json::from_value(p["status"]["conditions"].clone()).unwrap();
+        let got: Vec<_> = conditions
+            .iter()
+            .map(|c| {
+                (
+                    c.type_.as_str(),
+                    c.status.as_str(),
+                    c.reason.as_str(),
+                    c.observed_generation,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("Ready", "False", CRASH_LOOPING, Some(2)),
+                ("Stalled", "True", CRASH_LOOPING, Some(2)),
+            ]
+        );
+        assert_eq!(p["status"]["observedGeneration"], 2);
+    }
 }

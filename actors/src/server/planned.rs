@@ -40,7 +40,7 @@ pub fn planned(
     if !changes.is_empty() {
         desired.ready = DesiredCondition::ready(
             false,
-            "ObserveOnly",
+            reasons::OBSERVE_ONLY,
             crate::write::shared::observe_only_message(changes.len(), "server's objects"),
         )
         .at_generation(generation);

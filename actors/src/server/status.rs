@@ -12,12 +12,13 @@
 //! while it is not. Demanding every replica would flip all teams to waiting on every upgrade or
 //! node drain. With no pod available Ready is False with the most actionable reason: the database,
 //! a stalled rollout, a refused pod, or plain `Progressing` (in a cluster without kubelets, as in
-//! the project's tests, that is where a server stays).
+//! the project's tests, that is where a server stays). `Reconciling` and `Stalled` follow from
+//! the reason (`reasons::PROGRESS`, docs/design.md §7).
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::json;
-use terdut_crds::v1alpha1::conditions::{DesiredCondition, set_condition};
+use terdut_crds::v1alpha1::conditions::{DesiredCondition, progress_of, set_condition, set_ready};
 use terdut_crds::v1alpha1::server::TeamCounts;
 use terdut_crds::v1alpha1::{SecretKeyRef, TerdutServerStatus};
 
@@ -28,6 +29,8 @@ use super::summary::Summary;
 
 /// Ready condition reasons: stable CamelCase, each one something a user can act on.
 pub mod reasons {
+    use terdut_crds::v1alpha1::conditions::Progress::{self, Reconciling, Settled, Stalled};
+
     /// Rollout of the current spec complete, at least one pod available.
     pub const READY: &str = "Ready";
     /// Serving (a pod is available) while a rollout is in progress.
@@ -61,6 +64,38 @@ pub mod reasons {
     pub const SECRET_NOT_FOUND: &str = "SecretNotFound";
     /// A Secret the spec names exists without the key it names.
     pub const SECRET_KEY_NOT_FOUND: &str = "SecretKeyNotFound";
+
+    /// `spec.management: ObserveOnly` and changes are planned (`status.plan`), none made.
+    pub const OBSERVE_ONLY: &str = "ObserveOnly";
+    /// The operator stopped reconciling the object after repeated crashes (docs/design.md §7).
+    pub const CRASH_LOOPING: &str = crate::crash_loop::CRASH_LOOPING;
+
+    /// What each reason says about progress, from which `Reconciling` and `Stalled` follow
+    /// (docs/design.md §7, the table in docs/gitops.md). A rollout, pods starting, a Zalando
+    /// cluster coming up, a failed write being retried and a referent that may still be on
+    /// its way (applied in the same commit) are in progress; whatever only a change by someone
+    /// resolves is stalled. `ScaledToZero` is settled: the spec asks for no pod; so is
+    /// `ObserveOnly`: the spec asks for a plan, not for changes, and the plan is made.
+    pub const PROGRESS: &[(&str, Progress)] = &[
+        (READY, Settled),
+        (SCALED_TO_ZERO, Settled),
+        (OBSERVE_ONLY, Settled),
+        (ROLLING_OUT, Reconciling),
+        (PROGRESSING, Reconciling),
+        (DATABASE_CLUSTER_NOT_RUNNING, Reconciling),
+        (DATABASE_CLUSTER_NOT_FOUND, Reconciling),
+        (SECRET_NOT_FOUND, Reconciling),
+        (APPLY_FAILED, Reconciling),
+        (ROLLOUT_STALLED, Stalled),
+        (REPLICA_FAILURE, Stalled),
+        (KEY_SECRET_INVALID, Stalled),
+        (KEY_SECRET_NOT_OWNED, Stalled),
+        (RESOURCE_NOT_OWNED, Stalled),
+        (INVALID_SPEC, Stalled),
+        (POSTGRES_OPERATOR_NOT_INSTALLED, Stalled),
+        (SECRET_KEY_NOT_FOUND, Stalled),
+        (CRASH_LOOPING, Stalled),
+    ];
 
     /// Reasons that wait on something no watch of the operator reports (a Secret or object it
     /// does not watch, a CRD, another controller's object): the pass is retried with a
@@ -338,7 +373,13 @@ pub fn status_patch(
     now: Time,
 ) -> Option<serde_json::Value> {
     let mut conditions = current.map(|s| s.conditions.clone()).unwrap_or_default();
-    set_condition(&mut conditions, desired.ready.clone(), now.clone());
+    let progress = progress_of(reasons::PROGRESS, &desired.ready.reason);
+    set_ready(
+        &mut conditions,
+        desired.ready.clone(),
+        progress,
+        now.clone(),
+    );
     for extra in [&desired.pod_security, &desired.key_accepted]
         .into_iter()
         .flatten()
@@ -689,6 +730,92 @@ mod tests {
         assert_eq!(
             p["status"]["conditions"][0]["lastTransitionTime"],
             serde_json::to_value(t(50)).unwrap()
+        );
+    }
+
+    fn kstatus(p: &serde_json::Value) -> Vec<(String, String, String)> {
+        let st: TerdutServerStatus = serde_json::from_value(p["status"].clone()).unwrap();
+        st.conditions
+            .iter()
+            .map(|c| (c.type_.clone(), c.status.clone(), c.reason.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn every_reason_is_classified() {
+        let reasons =
+            terdut_crds::v1alpha1::conditions::reason_constants(include_str!("status.rs"));
+        assert!(reasons.len() > 10, "{reasons:?}");
+        for r in reasons.iter().copied().chain([reasons::CRASH_LOOPING]) {
+            assert!(
+                reasons::PROGRESS.iter().any(|(t, _)| *t == r),
+                "{r} is not in PROGRESS"
+            );
+        }
+        assert_eq!(
+            reasons::PROGRESS.len(),
+            reasons.len() + 1,
+            "each listed once"
+        );
+    }
+
+    #[test]
+    fn reconciling_and_stalled_follow_the_ready_reason() {
+        let owned = |v: &[(&str, &str, &str)]| -> Vec<(String, String, String)> {
+            v.iter()
+                .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+                .collect()
+        };
+        let p = status_patch(
+            None,
+            &decide(&present(), &wired(), Some(&obs(0, 2, 2))),
+            t(1),
+        );
+        assert_eq!(
+            kstatus(&p.unwrap()),
+            owned(&[
+                ("Ready", "False", "Progressing"),
+                ("Reconciling", "True", "Progressing")
+            ])
+        );
+        // Serving while rolling out: Ready, and still in progress.
+        let p = status_patch(
+            None,
+            &decide(&present(), &wired(), Some(&obs(1, 1, 3))),
+            t(1),
+        );
+        assert_eq!(
+            kstatus(&p.unwrap()),
+            owned(&[
+                ("Ready", "True", "RollingOut"),
+                ("Reconciling", "True", "RollingOut")
+            ])
+        );
+        let p = status_patch(
+            None,
+            &decide(&KeySecretState::NotOwned, &wired(), None),
+            t(1),
+        );
+        assert_eq!(
+            kstatus(&p.unwrap()),
+            owned(&[
+                ("Ready", "False", "KeySecretNotOwned"),
+                ("Stalled", "True", "KeySecretNotOwned")
+            ])
+        );
+        let p = status_patch(
+            None,
+            &decide(&present(), &wired(), Some(&obs(2, 2, 2))),
+            t(1),
+        );
+        assert_eq!(kstatus(&p.unwrap()), owned(&[("Ready", "True", "Ready")]));
+        // Parked as asked: settled, neither condition.
+        let mut zero = decide(&present(), &wired(), Some(&obs(0, 0, 0)));
+        zero.ready = DesiredCondition::ready(false, reasons::SCALED_TO_ZERO, "0");
+        let p = status_patch(None, &zero, t(1));
+        assert_eq!(
+            kstatus(&p.unwrap()),
+            owned(&[("Ready", "False", "ScaledToZero")])
         );
     }
 

@@ -3,12 +3,13 @@
 //! values).
 //!
 //! [`status_patch`] returns `None` when nothing a user can see would change, so steady state
-//! writes nothing (no hot loops).
+//! writes nothing (no hot loops). `Reconciling` and `Stalled` follow from the reason
+//! (`reasons::PROGRESS`, docs/design.md §7).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::json;
 use terdut_crds::v1alpha1::alert_source::reasons;
-use terdut_crds::v1alpha1::conditions::{DesiredCondition, set_condition};
+use terdut_crds::v1alpha1::conditions::{DesiredCondition, progress_of, set_ready};
 use terdut_crds::v1alpha1::{LocalObjectRef, TerdutAlertSourceStatus};
 
 use super::names::ANNOTATION_ROTATE;
@@ -172,7 +173,8 @@ pub fn status_patch(
 ) -> Option<serde_json::Value> {
     let current_or_default = current.cloned().unwrap_or_default();
     let mut next = current_or_default.clone();
-    set_condition(&mut next.conditions, desired.ready.clone(), now);
+    let progress = progress_of(reasons::PROGRESS, &desired.ready.reason);
+    set_ready(&mut next.conditions, desired.ready.clone(), progress, now);
     next.observed_generation = desired.observed_generation;
     if let Some(i) = &desired.integration {
         next.integration_id = i.id;
@@ -351,6 +353,61 @@ mod tests {
         assert_eq!(st.integration_id, Some(3));
         assert!(st.webhook_url_secret_ref.is_some());
         assert_eq!(st.conditions[0].reason, "WaitingForTeam");
+    }
+
+    #[test]
+    fn reconciling_and_stalled_follow_the_ready_reason() {
+        let kstatus = |o: &Outcome| -> Vec<(String, String)> {
+            let st = apply(
+                None,
+                status_patch(None, &desired_status(o, Some(4), "s"), t(1)).unwrap(),
+            );
+            assert!(
+                st.conditions
+                    .iter()
+                    .all(|c| c.observed_generation == Some(4))
+            );
+            st.conditions
+                .iter()
+                .map(|c| (c.type_.clone(), c.reason.clone()))
+                .collect()
+        };
+        let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+        assert_eq!(kstatus(&ready()), [pair("Ready", "Ready")]);
+        let waiting = Outcome::WaitingForTeam {
+            team: "t".into(),
+            detail: "d".into(),
+        };
+        assert_eq!(
+            kstatus(&waiting),
+            [
+                pair("Ready", "WaitingForTeam"),
+                pair("Reconciling", "WaitingForTeam")
+            ]
+        );
+        assert_eq!(
+            kstatus(&Outcome::SecretLost { id: 3 }),
+            [
+                pair("Ready", "WebhookSecretLost"),
+                pair("Stalled", "WebhookSecretLost")
+            ]
+        );
+        let failed = Outcome::Failed {
+            reason: reasons::SERVER_ERROR,
+            message: "503".into(),
+        };
+        assert_eq!(
+            kstatus(&failed),
+            [
+                pair("Ready", "ServerError"),
+                pair("Reconciling", "ServerError")
+            ]
+        );
+        // Planned as the spec asks, nothing in flight: settled (docs/design.md §7).
+        assert_eq!(
+            kstatus(&Outcome::ObserveOnly { changes: 2 }),
+            [pair("Ready", "ObserveOnly")]
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! [`desired_status`] turns a pass's [`Outcome`] into the `Ready` condition, `teamID` and
 //! `observedGeneration`; [`status_patch`] makes a merge patch of it only when something a user
 //! can see changed, so a steady-state pass writes nothing (`lastTransitionTime` moves only when
-//! Ready flips, through `terdut_crds`' `set_condition`).
+//! Ready flips, through `terdut_crds`' `set_condition`). `Reconciling` and `Stalled` follow
+//! from the reason (`reasons::PROGRESS`, docs/design.md §7).
 //!
 //! Pausing is the driver's, the same for every kind (docs/design.md §5 "Pause",
 //! `write/shared.rs`): this file never sees a paused pass.
@@ -11,7 +12,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use serde_json::json;
 use terdut_crds::v1alpha1::TerdutTeamStatus;
-use terdut_crds::v1alpha1::conditions::{self, DesiredCondition, set_condition};
+use terdut_crds::v1alpha1::conditions::{self, DesiredCondition, progress_of, set_ready};
 use terdut_crds::v1alpha1::team::reasons;
 
 use super::ADOPT_ANNOTATION;
@@ -163,7 +164,8 @@ pub fn status_patch(
 ) -> Option<serde_json::Value> {
     let mut conditions: Vec<Condition> = current.map(|s| s.conditions.clone()).unwrap_or_default();
     if let Some(ready) = &desired.ready {
-        set_condition(&mut conditions, ready.clone(), now.clone());
+        let progress = progress_of(reasons::PROGRESS, &ready.reason);
+        set_ready(&mut conditions, ready.clone(), progress, now.clone());
     }
     let next = TerdutTeamStatus {
         conditions,
@@ -326,6 +328,59 @@ mod tests {
             assert_eq!(d.observed_generation, Some(3));
             assert_eq!(d.team_id, Some(42));
         }
+    }
+
+    fn kstatus(s: &TerdutTeamStatus) -> Vec<(&str, &str)> {
+        s.conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.reason.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn every_outcome_sets_reconciling_or_stalled_as_its_reason_says() {
+        use conditions::{RECONCILING, STALLED};
+        let cases = [
+            (Outcome::Ready, None),
+            (Outcome::ServerRefNotFound, Some(RECONCILING)),
+            (
+                Outcome::WaitingForServer("starting".into()),
+                Some(RECONCILING),
+            ),
+            (Outcome::RefNotPermitted("no".into()), Some(STALLED)),
+            (Outcome::TeamNameTaken, Some(STALLED)),
+            (
+                Outcome::UnknownUser {
+                    username: "alice".into(),
+                },
+                Some(STALLED),
+            ),
+            (Outcome::InvalidSpec("bad".into()), Some(STALLED)),
+            (Outcome::Adopted { team_id: 7 }, Some(STALLED)),
+            // Planned as the spec asks, nothing in flight: settled (docs/design.md §7).
+            (Outcome::ObserveOnly { changes: 2 }, None),
+        ];
+        for (outcome, want) in cases {
+            let st = written(status_patch(None, &decide(&outcome), t(10)).unwrap());
+            let mut expected = vec![("Ready", outcome.reason())];
+            expected.extend(want.map(|w| (w, outcome.reason())));
+            assert_eq!(kstatus(&st), expected, "{outcome:?}");
+            for c in &st.conditions {
+                assert_eq!(c.observed_generation, Some(3), "{outcome:?} {}", c.type_);
+                assert_eq!(c.message, ready(&st).message);
+            }
+        }
+    }
+
+    #[test]
+    fn stalled_goes_when_the_team_converges_and_nothing_is_written_after() {
+        let taken = written(status_patch(None, &decide(&Outcome::TeamNameTaken), t(10)).unwrap());
+        let ok = written(status_patch(Some(&taken), &decide(&Outcome::Ready), t(20)).unwrap());
+        assert_eq!(kstatus(&ok), [("Ready", "Ready")]);
+        assert_eq!(
+            status_patch(Some(&ok), &decide(&Outcome::Ready), t(30)),
+            None
+        );
     }
 
     #[test]

@@ -51,6 +51,13 @@ use super::policy::{DeletionPolicy, Management};
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
+    ),
+    // Last and only with `-o wide`: the message is long (docs/design.md §3).
+    printcolumn(
+        name = "Message",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].message"#,
+        priority = "1"
     )
 )]
 #[serde(rename_all = "camelCase")]
@@ -137,6 +144,8 @@ pub struct TerdutAlertSourceStatus {
 
 /// `Ready` reasons of a TerdutAlertSource, each documented in docs/runbook.md.
 pub mod reasons {
+    use crate::v1alpha1::conditions::Progress::{self, Reconciling, Settled, Stalled};
+
     pub const READY: &str = "Ready";
     pub const TEAM_NOT_FOUND: &str = "TeamNotFound";
     pub const WAITING_FOR_TEAM: &str = "WaitingForTeam";
@@ -158,4 +167,27 @@ pub mod reasons {
     pub const CRASH_LOOPING: &str = "CrashLooping";
     /// `spec.management: ObserveOnly` and changes are planned (`status.plan`), none made.
     pub const OBSERVE_ONLY: &str = "ObserveOnly";
+
+    /// What each reason says about progress, from which `Reconciling` and `Stalled` follow
+    /// (docs/design.md §7, the table in docs/gitops.md). Waiting for the team or the server, a
+    /// team that may still be on its way, and retries after a failed call or write are in
+    /// progress; a fail-closed Secret, someone else's Secret, a refused consent and a name that
+    /// cannot work wait for someone.
+    /// `ObserveOnly` is settled: the spec asks for a plan, not for changes, and the plan is
+    /// made; nothing happens until someone sets `Full` (Ready stays False, saying so).
+    pub const PROGRESS: &[(&str, Progress)] = &[
+        (READY, Settled),
+        (OBSERVE_ONLY, Settled),
+        (TEAM_NOT_FOUND, Reconciling),
+        (WAITING_FOR_TEAM, Reconciling),
+        (WAITING_FOR_SERVER, Reconciling),
+        (SERVER_ERROR, Reconciling),
+        (APPLY_FAILED, Reconciling),
+        (DELETION_BLOCKED, Reconciling),
+        (REF_NOT_PERMITTED, Stalled),
+        (WEBHOOK_SECRET_LOST, Stalled),
+        (WEBHOOK_SECRET_CONFLICT, Stalled),
+        (INVALID_SPEC, Stalled),
+        (CRASH_LOOPING, Stalled),
+    ];
 }

@@ -16,7 +16,7 @@ pub use server::{TerdutServer, TerdutServerSpec, TerdutServerStatus};
 pub use team::{TerdutTeam, TerdutTeamSpec, TerdutTeamStatus};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+    CustomResourceDefinition, JSON, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
 use kube::CustomResourceExt;
 
@@ -42,15 +42,17 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
     all
 }
 
-/// Two rewrites of the derived schema:
+/// Three rewrites of the derived schema:
 /// - `nullable: true` is dropped everywhere: an explicit `null` is then pruned by the API server
 ///   like an absent field, so `has(...)` in the CEL rules means "set to a value" and a gitops
 ///   tool writing `dsn: null` cannot slip past the exactly-one-of rules.
 /// - Descriptions inside the corev1 passthrough types under `spec.pod` are dropped (their own
 ///   field descriptions stay): they are Kubernetes' documentation, not ours, and they would make
 ///   the TerdutServer CRD ~250 KB, past what client-side `kubectl apply` can annotate.
+/// - `status` defaults to `{observedGeneration: -1}` ([`default_status`]).
 fn tidy_schema(schema: &mut JSONSchemaProps) {
     strip_nullable(schema);
+    default_status(schema);
     if let Some(pod) = schema
         .properties
         .as_mut()
@@ -64,6 +66,17 @@ fn tidy_schema(schema: &mut JSONSchemaProps) {
                 strip_nested_descriptions(field);
             }
         }
+    }
+}
+
+/// The status of an object no pass has seen yet, as the API server serves it: an
+/// `observedGeneration` of -1, behind any `metadata.generation`, so kstatus (Flux's `wait`,
+/// Helm's, kpt) and the Argo CD health checks read "in progress" from the moment it exists
+/// instead of "current" (kstatus counts an object without conditions as current). Flux's own
+/// kinds do the same (docs/design.md §7).
+fn default_status(schema: &mut JSONSchemaProps) {
+    if let Some(status) = schema.properties.as_mut().and_then(|p| p.get_mut("status")) {
+        status.default = Some(JSON(serde_json::json!({"observedGeneration": -1})));
     }
 }
 

@@ -62,6 +62,13 @@ pub const DEFAULT_IMAGE_REPOSITORY: &str = "git.ryuvia.com/niklas/terdut-server"
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
+    ),
+    // Last and only with `-o wide`: the message is long (docs/design.md §3).
+    printcolumn(
+        name = "Message",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].message"#,
+        priority = "1"
     )
 )]
 #[serde(rename_all = "camelCase")]

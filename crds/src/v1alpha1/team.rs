@@ -42,6 +42,13 @@ use crate::GoDuration;
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
+    ),
+    // Last and only with `-o wide`: the message is long (docs/design.md §3).
+    printcolumn(
+        name = "Message",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].message"#,
+        priority = "1"
     )
 )]
 #[serde(rename_all = "camelCase")]
@@ -223,6 +230,8 @@ pub struct TerdutTeamStatus {
 
 /// `Ready` reasons of a TerdutTeam (docs/design.md §4.2), each documented in docs/runbook.md.
 pub mod reasons {
+    use crate::v1alpha1::conditions::Progress::{self, Reconciling, Settled, Stalled};
+
     pub const READY: &str = "Ready";
     pub const SERVER_REF_NOT_FOUND: &str = "ServerRefNotFound";
     pub const REF_NOT_PERMITTED: &str = "RefNotPermitted";
@@ -233,4 +242,25 @@ pub mod reasons {
     pub const ADOPTED: &str = "Adopted";
     /// `spec.management: ObserveOnly` and changes are planned (`status.plan`), none made.
     pub const OBSERVE_ONLY: &str = "ObserveOnly";
+    /// The operator stopped reconciling the object after repeated crashes (docs/design.md §7).
+    pub const CRASH_LOOPING: &str = "CrashLooping";
+
+    /// What each reason says about progress, from which `Reconciling` and `Stalled` follow
+    /// (docs/design.md §7, the table in docs/gitops.md). A missing TerdutServer may still be on
+    /// its way (applied in the same commit) and its watch event resumes the team: in progress.
+    /// The rest wait for someone: a name or a user on the server, consent, an adoption.
+    /// `ObserveOnly` is settled: the spec asks for a plan, not for changes, and the plan is
+    /// made; nothing happens until someone sets `Full` (Ready stays False, saying so).
+    pub const PROGRESS: &[(&str, Progress)] = &[
+        (READY, Settled),
+        (OBSERVE_ONLY, Settled),
+        (SERVER_REF_NOT_FOUND, Reconciling),
+        (WAITING_FOR_SERVER, Reconciling),
+        (REF_NOT_PERMITTED, Stalled),
+        (TEAM_NAME_TAKEN, Stalled),
+        (UNKNOWN_USER, Stalled),
+        (INVALID_SPEC, Stalled),
+        (ADOPTED, Stalled),
+        (CRASH_LOOPING, Stalled),
+    ];
 }
