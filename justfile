@@ -19,10 +19,12 @@ default:
 control-plane:
     bash e2e/control-plane/build.sh core
 
-# Build helm and promtool as well (chart and metrics checks).
+# Build helm and promtool as well (chart and metrics checks), and terdut-health (kstatus and
+# gopher-lua, the health gitops tools read: docs/gitops.md).
 tools: control-plane
     bash e2e/control-plane/build.sh helm
     bash e2e/control-plane/build.sh promtool
+    bash e2e/gitops/build.sh >/dev/null
 
 # Regenerate the CRD YAML in the chart from the Rust types.
 crds:
@@ -30,7 +32,8 @@ crds:
 
 # The chart's checks are e2e/chart/lint.sh: README freshness, helm-unittest, kube-score,
 # promtool on the alert rules, their unit tests and the dashboard's expressions.
-# Formatting and lints (warnings are errors), helm lint and the chart's checks.
+# Formatting and lints (warnings are errors), helm lint, the chart's checks and the Argo CD
+# health checks' cases (deploy/argocd, run in gopher-lua; docs/gitops.md).
 lint: tools
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
@@ -38,6 +41,7 @@ lint: tools
     {{bin}}/helm lint chart/terdut-operator
     {{bin}}/helm lint chart/terdut-operator -f chart/terdut-operator/ci/all-features-values.yaml
     bash e2e/chart/lint.sh
+    "$(bash e2e/gitops/build.sh)" lua-tests deploy/argocd/resource_customizations
     cargo deny check bans licenses sources
 
 # The kubectl-terdut archive and krew manifest with its checksum (target/krew/, docs/cli.md).
@@ -65,6 +69,12 @@ test: tools lint audit sbom
     TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/e2e-node.sh
     TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/chaos.sh
     just rbac-audit
+
+# The health gitops tools read (docs/gitops.md): the Argo CD checks' cases in gopher-lua, then
+# kstatus (sigs.k8s.io/cli-utils) and the checks on live objects; both are also in `just test`.
+gitops: tools
+    "$(bash e2e/gitops/build.sh)" lua-tests deploy/argocd/resource_customizations
+    cargo test -p terdut-actors --test gitops_health --test health_table
 
 # Least privilege, measured: the chart's RBAC must grant exactly what the operator used in the audited `just test` run (docs/security.md).
 rbac-audit:
