@@ -56,14 +56,21 @@ pub async fn apply(
         None => {
             let earlier = Earlier {
                 lost: team_id,
-                had_finalizer,
+                // A finalizer this actor added and released again when it declined the team
+                // (`adopt`) says nothing about who made it: the cached copy of a pass right
+                // after that one can still show it (ADR 0007).
+                had_finalizer: had_finalizer && memory.declined.is_none(),
             };
             match found_or_created(ctx, team, &client, &desired, &server, earlier, drift).await {
                 Ok(state) => {
                     let id = state.team.id;
+                    memory.declined = None;
                     (plan::plan(&desired, Some(&state)), Some(id))
                 }
                 Err(outcome) => {
+                    if let Outcome::Adopted { team_id } = outcome {
+                        memory.declined = Some(team_id);
+                    }
                     let applied = Applied {
                         outcome,
                         team_id: None,

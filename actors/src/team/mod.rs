@@ -47,6 +47,10 @@ pub struct TeamMemory {
     pub team_id: Option<Id>,
     /// The deletion Warning already published in the current streak.
     pub warned: Option<String>,
+    /// The team found by this object's `external_id` that a pass declined (`Adopted`),
+    /// releasing the finalizer it had just added: until a pass takes over or creates a team,
+    /// a cached copy showing that finalizer does not mean this object made one.
+    pub declined: Option<Id>,
 }
 
 /// The TerdutTeam pipeline.
