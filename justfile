@@ -19,8 +19,8 @@ default:
 control-plane:
     bash e2e/control-plane/build.sh core
 
-# Build helm and promtool as well (chart and metrics checks), and terdut-health (kstatus and
-# gopher-lua, the health gitops tools read: docs/gitops.md).
+# terdut-health is kstatus and gopher-lua, the health gitops tools read (docs/gitops.md).
+# Build helm, promtool (chart and metrics checks) and terdut-health as well.
 tools: control-plane
     bash e2e/control-plane/build.sh helm
     bash e2e/control-plane/build.sh promtool
@@ -32,8 +32,8 @@ crds:
 
 # The chart's checks are e2e/chart/lint.sh: README freshness, helm-unittest, kube-score,
 # promtool on the alert rules, their unit tests and the dashboard's expressions.
-# Formatting and lints (warnings are errors), helm lint, the chart's checks and the Argo CD
-# health checks' cases (deploy/argocd, run in gopher-lua; docs/gitops.md).
+# The Argo CD health checks' cases (deploy/argocd) run in gopher-lua (docs/gitops.md).
+# Formatting and lints (warnings are errors), helm lint, the chart's and the health checks.
 lint: tools
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
@@ -70,8 +70,9 @@ test: tools lint audit sbom
     TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/chaos.sh
     just rbac-audit
 
-# The health gitops tools read (docs/gitops.md): the Argo CD checks' cases in gopher-lua, then
-# kstatus (sigs.k8s.io/cli-utils) and the checks on live objects; both are also in `just test`.
+# The Argo CD checks' cases in gopher-lua, then kstatus (sigs.k8s.io/cli-utils) and the checks
+# on live objects (docs/gitops.md); both are also in `just test`.
+# The health gitops tools read, checked alone.
 gitops: tools
     "$(bash e2e/gitops/build.sh)" lua-tests deploy/argocd/resource_customizations
     cargo test -p terdut-actors --test gitops_health --test health_table
