@@ -452,7 +452,6 @@ pub fn verdict(
     Verdict::new(desired, next).announce(announce)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
