@@ -18,14 +18,20 @@ pub mod audit;
 mod binaries;
 mod crds;
 mod kubeconfig;
+pub mod local_cluster;
 mod node;
 mod process;
 pub mod rbac_audit;
+mod restartable;
+pub mod signal;
+mod time_of_day;
 
 pub use binaries::{bin_dir, tool};
 pub use crds::install_crds;
 pub use node::{CLUSTER_DOMAIN, Layout, NODE_NAME, NodeCluster, NodeOptions, PAUSE_IMAGE};
 pub use process::StopMode;
+pub use restartable::Restartable;
+pub use time_of_day::hms_utc;
 
 use std::path::{Path, PathBuf};
 

@@ -7,16 +7,13 @@
 //! (SIGTERM), SIGUSR2 kills it (SIGKILL); either way it is started again with the same flags,
 //! port, etcd data, certificate and keys. When it is ready again, `<kubeconfig>.restarts` holds
 //! the number of completed restarts (written atomically), or `error: ...` when one failed.
+//! The other end of this protocol is `terdut_testenv::local_cluster::LocalCluster`.
 
+use std::path::Path;
+
+use terdut_testenv::local_cluster::{restarts_file, write_atomic};
 use terdut_testenv::{ControlPlane, StopMode};
 use tokio::signal::unix::{SignalKind, signal};
-
-/// Writes `text` to `path` through a temporary name, so a reader never sees half of it.
-fn write_atomic(path: &str, text: &str) -> std::io::Result<()> {
-    let tmp = format!("{path}.partial");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
-}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -24,13 +21,14 @@ async fn main() -> anyhow::Result<()> {
         .nth(1)
         .unwrap_or_else(|| ".tmp/kubeconfig".into());
     // Handlers first: a signal that arrives during bring-up waits instead of killing us.
+    // SIGUSR1 and SIGUSR2 as `local_cluster::signal_for` sends them.
     let mut graceful = signal(SignalKind::user_defined1())?;
     let mut kill = signal(SignalKind::user_defined2())?;
     let cp = ControlPlane::shared().await?;
     if let Some(parent) = std::path::Path::new(&out).parent() {
         std::fs::create_dir_all(parent)?;
     }
-    let restarts_file = format!("{out}.restarts");
+    let restarts_file = restarts_file(Path::new(&out));
     write_atomic(&restarts_file, "0\n")?;
     // Write to a temp name then rename, so a waiting script never reads half a file.
     let tmp = format!("{out}.partial");
