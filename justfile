@@ -37,7 +37,7 @@ crds:
 lint: tools
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
-    cargo run -q -p terdut-modules --bin module-cycles -- actors/src/lib.rs crds/src/lib.rs src/main.rs cli/src/lib.rs e2e/standin/src/lib.rs e2e/harness/src/lib.rs e2e/runner/src/main.rs
+    cargo run -q -p terdut-modules --bin module-cycles -- actors/src/lib.rs crds/src/lib.rs src/main.rs cli/src/lib.rs e2e/standin/src/lib.rs e2e/harness/src/lib.rs e2e/runner/src/main.rs e2e/runner/src/chaos/main.rs
     {{bin}}/helm lint chart/terdut-operator
     {{bin}}/helm lint chart/terdut-operator -f chart/terdut-operator/ci/all-features-values.yaml
     bash e2e/chart/lint.sh
@@ -131,9 +131,9 @@ node-demo: node
 
 # Operator SIGKILLs, stand-in and kube-apiserver restarts, stand-in faults, a conflicting kube
 # writer and two replicas with the leader killed, while 40 teams and sources converge and
-# change; after each storm the invariants of docs/reliability.md. Args go to e2e/chaos.py
-# (--seed N, --kills N, --skip faults,leader ...).
-# Kill-anywhere chaos run, bounded (~5.5 min).
+# change; after each storm the invariants of docs/reliability.md. Args go to terdut-chaos
+# (e2e/runner/src/chaos; --seed N, --kills N, --skip faults,leader ...).
+# Kill-anywhere chaos run, bounded (~4.5 min).
 chaos *ARGS: tools
     bash e2e/chaos.sh {{ARGS}}
 
