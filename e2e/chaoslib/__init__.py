@@ -1,1 +1,0 @@
-"""Parts of e2e/chaos.py (`just chaos`)."""
