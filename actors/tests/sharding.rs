@@ -190,7 +190,11 @@ async fn a_namespace_is_picked_up_when_it_gains_the_label_and_dropped_when_it_lo
             .is_none(),
         "an unselected namespace is left alone"
     );
-    assert!(teams.get("t").await.unwrap().status.is_none());
+    // The status is the CRD's default (observedGeneration -1, docs/design.md §7): no
+    // condition, so the operator wrote nothing.
+    let status = teams.get("t").await.unwrap().status.unwrap_or_default();
+    assert!(status.conditions.is_empty(), "{status:?}");
+    assert_eq!(status.observed_generation, Some(-1), "{status:?}");
 
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     let label_ns = |value: Option<&str>| {
