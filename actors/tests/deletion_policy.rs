@@ -12,7 +12,8 @@ use common::{eventually, server_with_standin, setup};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use source_fixture::{
-    WAIT, create_team, key_live, labels, source, sources, wait_event, wait_ready_id, wait_webhook,
+    WAIT, create_team, key_live, labels, source, sources, wait_event, wait_ready_id,
+    wait_team_ready, wait_webhook,
 };
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutTeam};
 
@@ -29,26 +30,13 @@ where
     .await
 }
 
-async fn team_ready(api: &Api<TerdutTeam>, name: &str) -> i64 {
-    eventually(&format!("team {name} Ready"), WAIT, || async {
-        let t = api.get(name).await.ok()?;
-        let s = t.status?;
-        let ready = s
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
-        ready.then_some(s.team_id?)
-    })
-    .await
-}
-
 #[tokio::test]
 async fn an_orphaned_team_stays_on_the_server_when_its_object_is_deleted() {
     let (_, client, ns, _op) = setup("policy-team").await;
     let standin = server_with_standin(&client, &ns, "terdut", TEAM_PORT).await;
     create_team(&client, &ns, "payments", "terdut").await;
     let teams: Api<TerdutTeam> = Api::namespaced(client.clone(), &ns);
-    let id = team_ready(&teams, "payments").await;
+    let id = wait_team_ready(&teams, "payments").await;
 
     // Set on the live object, as a platform team would before a prune.
     teams
@@ -85,7 +73,7 @@ async fn an_orphaned_integration_keeps_its_key_and_its_secret_leaves_the_operato
     let standin = server_with_standin(&client, &ns, "terdut", SOURCE_PORT).await;
     create_team(&client, &ns, "platform", "terdut").await;
     let teams: Api<TerdutTeam> = Api::namespaced(client.clone(), &ns);
-    team_ready(&teams, "platform").await;
+    wait_team_ready(&teams, "platform").await;
     let api: Api<TerdutAlertSource> = sources(&client, &ns);
     let mut src = source("am", "platform", "alertmanager", "prod-am");
     src.spec.deletion_policy = terdut_crds::v1alpha1::DeletionPolicy::Orphan;

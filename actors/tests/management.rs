@@ -12,7 +12,7 @@ use common::{eventually, server_with_standin, setup};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
-use source_fixture::{WAIT, create_team, source, sources, team, wait_ready_id};
+use source_fixture::{WAIT, create_team, source, sources, team, wait_ready_id, wait_team_ready};
 use terdut_crds::v1alpha1::{Management, TerdutServer, TerdutTeam};
 
 const OBSERVE_TEAM_PORT: u16 = 19790;
@@ -40,15 +40,6 @@ fn condition<'a>(
     conditions.iter().find(|c| c.type_ == type_)
 }
 
-async fn team_ready(api: &Api<TerdutTeam>, name: &str) -> i64 {
-    eventually(&format!("team {name} Ready"), WAIT, || async {
-        let s = api.get(name).await.ok()?.status?;
-        let ready = condition(&s.conditions, "Ready").is_some_and(|c| c.status == "True");
-        ready.then_some(s.team_id?)
-    })
-    .await
-}
-
 async fn merge<K>(api: &Api<K>, name: &str, patch: serde_json::Value)
 where
     K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
@@ -64,7 +55,7 @@ async fn observe_only_shows_the_plan_writes_nothing_and_full_applies_exactly_it(
     let standin = server_with_standin(&client, &ns, "terdut", OBSERVE_TEAM_PORT).await;
     create_team(&client, &ns, "payments", "terdut").await;
     let teams: Api<TerdutTeam> = Api::namespaced(client.clone(), &ns);
-    let id = team_ready(&teams, "payments").await;
+    let id = wait_team_ready(&teams, "payments").await;
 
     merge(
         &teams,
@@ -156,7 +147,7 @@ async fn a_paused_server_leaves_its_deployment_alone_and_its_teams_still_converg
     // The children still get the server's client: a team converges meanwhile.
     create_team(&client, &ns, "platform", "terdut").await;
     let teams: Api<TerdutTeam> = Api::namespaced(client.clone(), &ns);
-    team_ready(&teams, "platform").await;
+    wait_team_ready(&teams, "platform").await;
 
     merge(
         &servers,
@@ -183,7 +174,7 @@ async fn a_paused_team_pauses_the_server_calls_of_its_alert_sources() {
     let standin = server_with_standin(&client, &ns, "terdut", PAUSED_TEAM_PORT).await;
     create_team(&client, &ns, "platform", "terdut").await;
     let teams: Api<TerdutTeam> = Api::namespaced(client.clone(), &ns);
-    team_ready(&teams, "platform").await;
+    wait_team_ready(&teams, "platform").await;
     let api = sources(&client, &ns);
     api.create(
         &PostParams::default(),
@@ -247,7 +238,7 @@ async fn an_observe_only_source_plans_its_integration_and_creates_no_secret() {
         .create(&PostParams::default(), &team("platform", "terdut"))
         .await
         .unwrap();
-    team_ready(&teams, "platform").await;
+    wait_team_ready(&teams, "platform").await;
     let api = sources(&client, &ns);
     let mut src = source("am", "platform", "alertmanager", "prod-am");
     src.spec.management = Management::ObserveOnly;

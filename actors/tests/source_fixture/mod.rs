@@ -74,6 +74,19 @@ pub async fn make_team_ready(
     id
 }
 
+/// Waits until the TerdutTeam actor reports `name` Ready with a `teamID`; returns the id.
+pub async fn wait_team_ready(api: &Api<TerdutTeam>, name: &str) -> Id {
+    eventually(&format!("team {name} Ready"), WAIT, || async {
+        let s = api.get(name).await.ok()?.status?;
+        let ready = s
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        ready.then_some(s.team_id?)
+    })
+    .await
+}
+
 /// A TerdutServer with the stand-in behind it and a Ready team `team` on it.
 pub async fn server_and_team(
     client: &kube::Client,
