@@ -85,10 +85,13 @@ fn operator_logs(kubectl: &Kubectl) {
         "--prefix",
         "--tail=40",
     ]);
-    println!(
-        "--- operator pods' logs (tail)\n{}",
-        out.unwrap_or_else(|e| format!("{e:#}"))
-    );
+    let text = out.unwrap_or_else(|e| format!("{e:#}"));
+    let text = if text.trim().is_empty() {
+        "(no operator pod left: the scenario ran to `helm uninstall`; a failed check prints its own diagnostics above)".to_owned()
+    } else {
+        text
+    };
+    println!("--- operator pods' logs (tail)\n{text}");
 }
 
 fn look_around(cluster: &NodeCluster, kubeconfig: &Path) {

@@ -1,4 +1,4 @@
-//! Leader election in pods. Deleting the leader pod: the other replica takes the Lease and
+//! Leader election in pods. Deleting the leader pod: another replica takes the Lease and
 //! reconciles a change made right after, within the Lease's duration. `kubectl rollout
 //! restart` of the operator: changes made while it rolls all reach the server.
 
@@ -74,41 +74,124 @@ pub async fn failover(run: &Run) -> anyhow::Result<()> {
         .and_then(|s| s.lease_duration_seconds)
         .unwrap_or(15);
     let old = holder(run).await?;
-    let other = operator_pods(run)
+    // The standby usually wins, but the Deployment's replacement for the deleted pod is a
+    // candidate too and sometimes polls first: either is a correct handover.
+    let standby = operator_pods(run)
         .await?
         .into_iter()
         .find(|p| *p != old)
         .ok_or_else(|| anyhow::anyhow!("no second replica"))?;
-    log(&format!("deleting the leader pod {old}"));
+    // The old leader's last words (its shutdown and the Lease release) are gone with its pod,
+    // so they are streamed while it stops and shown if the handover is late.
+    let last_words = LogStream::follow(run, &old);
+    log(&format!(
+        "deleting the leader pod {old} (standby {standby})"
+    ));
     let started = Instant::now();
     run.kubectl
         .run(&["delete", "pod", "-n", NAMESPACE, &old, "--wait=false"])?;
     rename(run, "platform-oncall", "platform", "Platform SRE").await?;
     let limit = Duration::from_secs(u64::try_from(lease_secs)?);
-    let took = wait::until(
-        "the other replica leading and reconciling",
-        limit,
-        || async {
-            let leads = holder(run).await.is_ok_and(|h| h == other);
-            let done =
-                leads && server_shows(run, "platform-oncall", "platform", "Platform SRE").await?;
-            Ok(done.then(|| started.elapsed()))
-        },
-    )
+    let led = std::cell::RefCell::new(None::<(String, Duration)>);
+    let took = wait::until("another replica leading and reconciling", limit, || async {
+        let now = holder(run).await.ok().filter(|h| *h != old);
+        if let Some(h) = &now
+            && led.borrow().is_none()
+        {
+            *led.borrow_mut() = Some((h.clone(), started.elapsed()));
+        }
+        let done = now.is_some()
+            && server_shows(run, "platform-oncall", "platform", "Platform SRE").await?;
+        Ok(done.then(|| started.elapsed()))
+    })
     .await;
+    let led = led.into_inner();
+    let detail = match (&took, &led) {
+        (Ok(_), _) => String::new(),
+        (Err(e), Some((by, at))) => format!(
+            "{e:#}; {by} held the Lease after {at:.1?} but the rename had not reached the server"
+        ),
+        (Err(e), None) => format!(
+            "{e:#}; the Lease was still {:?}",
+            holder(run).await.unwrap_or_else(|e| format!("{e:#}"))
+        ),
+    };
     run.checks.check(
         &format!(
-            "the other replica takes the Lease and reconciles a change made right after, within the lease duration ({lease_secs} s)"
+            "another replica takes the Lease and reconciles a change made right after, within the lease duration ({lease_secs} s)"
         ),
         took.is_ok(),
-        took.as_ref().err().map(|e| format!("{e:#}")).unwrap_or_default(),
+        detail,
     );
-    if let Ok(t) = took {
-        log(&format!(
-            "leader {old} deleted; {other} leading and the change on the server after {t:.1?}"
-        ));
+    match took {
+        Ok(t) => log(&format!(
+            "leader {old} deleted; {} leading and the change on the server after {t:.1?}",
+            led.map(|(by, at)| format!("{by} (the Lease after {at:.1?})"))
+                .unwrap_or_default()
+        )),
+        Err(_) => {
+            println!(
+                "--- {old} (the deleted leader), its last lines\n{}",
+                last_words.tail(60)
+            );
+            let pods = run
+                .kubectl
+                .run(&["get", "pods", "-n", NAMESPACE, "-o", "wide"])
+                .unwrap_or_else(|e| format!("{e:#}"));
+            println!("--- the operator's pods now\n{pods}");
+            for pod in operator_pods(run).await.unwrap_or_default() {
+                let lines = run
+                    .kubectl
+                    .run(&["logs", "-n", NAMESPACE, &pod, "--tail=60"])
+                    .unwrap_or_else(|e| format!("{e:#}"));
+                println!("--- {pod}, its last lines\n{lines}");
+            }
+        }
     }
     super::deployment_available(run, NAMESPACE, RELEASE).await
+}
+
+/// `kubectl logs -f` of one pod, collected in the background until the pod's container ends.
+struct LogStream {
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl LogStream {
+    fn follow(run: &Run, pod: &str) -> Self {
+        use std::io::BufRead as _;
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let child = run
+            .kubectl
+            .command()
+            .args(["logs", "-f", "-n", NAMESPACE, pod, "--tail=20"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        match child {
+            Ok(mut child) => {
+                let sink = lines.clone();
+                let out = child.stdout.take();
+                std::thread::spawn(move || {
+                    if let Some(out) = out {
+                        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                            sink.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+                        }
+                    }
+                    let _ = child.wait();
+                });
+            }
+            Err(e) => lines
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(format!("kubectl logs -f {pod}: {e}")),
+        }
+        Self { lines }
+    }
+
+    fn tail(&self, n: usize) -> String {
+        let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
 }
 
 /// Renames the two teams in turn while the restart rolls, until it is done, then checks the
