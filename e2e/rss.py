@@ -141,17 +141,19 @@ def ready_count():
     return sum(1 for line in out.splitlines() if line.strip() == "True")
 
 
-def actors():
-    """`terdut_operator_actors_active` by kind, from the operator's /metrics."""
-    body = http("GET", "http://127.0.0.1:19564/metrics", timeout=5) or ""
-    if isinstance(body, bytes):
-        body = body.decode()
-    out = {}
+def scrape():
+    """The operator's /metrics: `actors_active` by kind and `heap_bytes` by state (MiB)."""
+    with urllib.request.urlopen("http://127.0.0.1:19564/metrics", timeout=5) as r:
+        body = r.read().decode()
+    actors, heap = {}, {}
     for line in body.splitlines():
         m = re.match(r'terdut_operator_actors_active\{kind="(\w+)"\} (\S+)', line)
         if m:
-            out[m.group(1)] = float(m.group(2))
-    return out
+            actors[m.group(1)] = float(m.group(2))
+        m = re.match(r'terdut_operator_heap_bytes\{state="(\w+)"\} (\S+)', line)
+        if m:
+            heap[m.group(1)] = round(float(m.group(2)) / 2**20, 1)
+    return actors, heap
 
 
 def main():
@@ -161,7 +163,8 @@ def main():
     p.add_argument("--timeout", type=int, default=1200, help="seconds for each step to converge")
     p.add_argument("--idle", type=int, default=60,
                    help="seconds to wait after each step for idle actors to passivate (the operator's "
-                        "--passivate-after is 30s), before RSS and actors alive are read again")
+                        "--passivate-after is 2s) and freed heap to be returned (checked every 10s), "
+                        "before RSS and actors alive are read again")
     p.add_argument("--heap-profile", metavar="FILE", help="run the operator under heaptrack, writing FILE")
     a = p.parse_args()
     work = os.environ["WORK"]
@@ -204,22 +207,27 @@ def main():
             took = time.time() - t0
             time.sleep(5)
             rss, hwm_before = proc_kib(pid, "VmRSS"), proc_kib(pid, "VmHWM")
-            log(f"{target} teams Ready in {took:.0f}s (created in {made:.0f}s): RSS {rss / 1024:.1f} MiB")
+            heap_ready = scrape()[1]
+            log(f"{target} teams Ready in {took:.0f}s (created in {made:.0f}s): RSS {rss / 1024:.1f} MiB, "
+                f"heap MiB {heap_ready}")
             os.kill(int(os.environ["LOCAL_CLUSTER_PID"]), signal.SIGUSR1)  # apiserver restart: relist
             time.sleep(20)
             wait_for("teams readable again", lambda: ready_count() >= target, 180)
             time.sleep(10)
             hwm = proc_kib(pid, "VmHWM")
             after = proc_kib(pid, "VmRSS")
+            heap_relist = scrape()[1]
             log(f"  after a kube-apiserver restart (every watch relists): peak {hwm / 1024:.1f} MiB, "
-                f"RSS {after / 1024:.1f} MiB")
+                f"RSS {after / 1024:.1f} MiB, heap MiB {heap_relist}")
             time.sleep(a.idle)
-            idle_rss, alive = proc_kib(pid, "VmRSS"), actors()
-            log(f"  after {a.idle}s idle: RSS {idle_rss / 1024:.1f} MiB, actors alive {alive}")
+            idle_rss, (alive, heap_idle) = proc_kib(pid, "VmRSS"), scrape()
+            log(f"  after {a.idle}s idle: RSS {idle_rss / 1024:.1f} MiB, actors alive {alive}, "
+                f"heap MiB {heap_idle}")
             results["steps"].append({"teams": target, "ready_secs": round(took, 1), "rss_kib": rss,
                                      "hwm_before_relist_kib": hwm_before, "hwm_after_relist_kib": hwm,
                                      "rss_after_relist_kib": after, "rss_after_idle_kib": idle_rss,
-                                     "actors_after_idle": alive})
+                                     "actors_after_idle": alive, "heap_mib_ready": heap_ready,
+                                     "heap_mib_after_relist": heap_relist, "heap_mib_after_idle": heap_idle})
     finally:
         if wrap:
             stop_profiled(operator, pid, a.heap_profile)
