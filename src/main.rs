@@ -11,6 +11,7 @@ use terdut_actors::clock::SystemClock;
 use terdut_actors::context::OperatorConfig;
 use terdut_actors::kube_clients::KubeClients;
 use terdut_actors::operator::{self, Metrics, StartOptions};
+use terdut_actors::runtime::heap_stats::{self, HeapMetrics};
 use terdut_actors::runtime::http::{self, Readiness};
 use terdut_actors::runtime::leader::{LeaderElector, LeaseTimings};
 use terdut_actors::runtime::{shutdown, telemetry};
@@ -52,6 +53,7 @@ async fn main() -> anyhow::Result<()> {
 
     let mut registry = Registry::with_prefix("terdut_operator");
     let metrics = Metrics::register(&mut registry);
+    let heap_metrics = HeapMetrics::register(&mut registry);
     let readiness = Readiness::default();
     let serve_stop = stop.clone();
     let (addr, _http) = http::spawn(
@@ -62,6 +64,8 @@ async fn main() -> anyhow::Result<()> {
     )
     .await?;
     tracing::info!(%addr, "serving /metrics, /healthz, /readyz");
+    // RSS stays near its peak after passivation; these tell in-use from kept (ADR 0009).
+    let _heap = heap_stats::spawn(heap_stats::EVERY, heap_metrics, stop.clone());
 
     // Only the leader reconciles. Losing the lease ends the process so that it restarts as a
     // clean candidate (controller-runtime does the same).
