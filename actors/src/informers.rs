@@ -36,6 +36,7 @@ use crate::server::names::{
     FIELD_MANAGER, LABEL_MANAGED_BY, LABEL_SERVER, MANAGED_SECRET_SELECTOR,
 };
 use crate::stores::NamespacedStores;
+use crate::watch_backoff::watch_backoff;
 
 /// Where informer events go: the operator's wiring (`operator.rs`) turns each into what the
 /// routing index takes. One method per thing the watches see, nothing decided here.
@@ -193,7 +194,7 @@ pub fn build(
             Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
             config(),
         )
-        .default_backoff()
+        .backoff(watch_backoff())
         .modify(|o| {
             // None, not `clear()`: a cleared Vec keeps its buffer in every cached object.
             o.meta_mut().managed_fields = None;
@@ -265,7 +266,7 @@ fn scope_watch(
         Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
         config().labels(selector),
     )
-    .default_backoff()
+    .backoff(watch_backoff())
     .reflect(writer);
     Box::pin(async move {
         let mut stream = std::pin::pin!(stream);
@@ -433,7 +434,7 @@ where
     let (reader, writer) = reflector::store::<K>();
     let listed = reader.clone();
     let stream = watcher::watcher(api, cfg)
-        .default_backoff()
+        .backoff(watch_backoff())
         .modify(|o| {
             // None, not `clear()`: a cleared Vec keeps its buffer in every cached object.
             o.meta_mut().managed_fields = None;

@@ -24,4 +24,5 @@ pub mod supervisor;
 pub mod team;
 pub mod tree;
 pub mod url_template;
+pub mod watch_backoff;
 pub mod write;
