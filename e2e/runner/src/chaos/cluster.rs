@@ -13,7 +13,7 @@ use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 
-use crate::workload::{Kind, Manifest, NS};
+use crate::workload::{Changes, Kind, Manifest, NS};
 
 /// Where the operator's leader election keeps its Lease (the chart's namespace and name).
 pub const LEASE_NS: &str = "terdut-system";
@@ -99,6 +99,12 @@ impl Kube {
             .with_context(|| format!("applying {name}"))?;
         }
         Ok(())
+    }
+
+    /// A wave's changes: its applies, then its deletions (a 404 is an error).
+    pub async fn send(&self, changes: &Changes) -> anyhow::Result<()> {
+        self.apply(&changes.apply).await?;
+        self.delete(&changes.delete, false).await
     }
 
     /// Deletes without waiting for finalizers; `missing_ok`: a 404 is not an error.

@@ -17,7 +17,7 @@ use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutTeam};
 use crate::chaos::Chaos;
 use crate::cluster::Kube;
 use crate::report::log;
-use crate::workload::{Allow, Kind, Manifest, NS};
+use crate::workload::{Kind, Manifest, NS};
 use crate::world::WEBHOOK_SECRET_SUFFIX;
 
 /// An object the writer patches.
@@ -167,24 +167,17 @@ pub async fn storm(c: &mut Chaos) -> anyhow::Result<(BTreeSet<String>, u64)> {
 async fn waves(c: &mut Chaos, writer: &Writer) -> anyhow::Result<BTreeSet<String>> {
     let mut kind_changed = BTreeSet::new();
     for _ in 0..c.plan.conflict_waves {
-        let mut changes = c.model.mutate(0.15, Allow::ALL);
+        let changes = c.model.wave(|teams| (teams / 20).max(2));
         kind_changed.extend(changes.kind_changed.iter().cloned());
-        for _ in 0..(c.model.teams.len() / 20).max(2) {
-            changes.apply.extend(c.model.new_pair());
-        }
         let hot = hot(&changes.apply, &changes.delete);
         let n = hot.len();
         if let Ok(mut h) = writer.hot.lock() {
             *h = hot;
         }
-        c.kube.apply(&changes.apply).await?;
-        c.kube.delete(&changes.delete, false).await?;
+        c.kube.send(&changes).await?;
         log(&format!(
-            "conflicting writer on: {} applied, {} deleted, {} kind changes; {n} objects \
-             patched without pause",
-            changes.apply.len(),
-            changes.delete.len(),
-            changes.kind_changed.len()
+            "conflicting writer on: {}; {n} objects patched without pause",
+            changes.summary()
         ));
         tokio::time::sleep(Duration::from_secs_f64(c.model.rng().uniform(4.0, 6.0))).await;
     }

@@ -11,7 +11,6 @@ use terdut_standin::FaultRule;
 use crate::chaos::Chaos;
 use crate::invariants;
 use crate::report::log;
-use crate::workload::Allow;
 use crate::world::World;
 
 const API: &str = "* /api/*";
@@ -54,17 +53,10 @@ pub async fn storm(c: &mut Chaos) -> anyhow::Result<Outcome> {
 async fn waves_then_wait(c: &mut Chaos) -> anyhow::Result<Outcome> {
     let mut kind_changed = BTreeSet::new();
     for _ in 0..c.plan.fault_waves {
-        let mut changes = c.model.mutate(0.15, Allow::ALL);
+        let changes = c.model.wave(|_| 1);
         kind_changed.extend(changes.kind_changed.iter().cloned());
-        changes.apply.extend(c.model.new_pair());
-        c.kube.apply(&changes.apply).await?;
-        c.kube.delete(&changes.delete, false).await?;
-        log(&format!(
-            "faults on: {} applied, {} deleted, {} kind changes",
-            changes.apply.len(),
-            changes.delete.len(),
-            changes.kind_changed.len()
-        ));
+        c.kube.send(&changes).await?;
+        log(&format!("faults on: {}", changes.summary()));
         tokio::time::sleep(Duration::from_secs_f64(c.model.rng().uniform(2.0, 4.0))).await;
     }
     let wait = Duration::from_secs(c.plan.faults_on_wait);

@@ -54,19 +54,10 @@ pub async fn change(c: &mut Chaos) -> anyhow::Result<BTreeSet<String>> {
     );
     let mut kind_changed = BTreeSet::new();
     for _ in 0..WAVES {
-        let mut changes = c.model.mutate(0.15, Allow::ALL);
+        let changes = c.model.wave(|teams| (teams / 40).max(1));
         kind_changed.extend(changes.kind_changed.iter().cloned());
-        for _ in 0..(c.model.teams.len() / 40).max(1) {
-            changes.apply.extend(c.model.new_pair());
-        }
-        c.kube.apply(&changes.apply).await?;
-        c.kube.delete(&changes.delete, false).await?;
-        log(&format!(
-            "wave: {} applied, {} deleted, {} kind changes",
-            changes.apply.len(),
-            changes.delete.len(),
-            changes.kind_changed.len()
-        ));
+        c.kube.send(&changes).await?;
+        log(&format!("wave: {}", changes.summary()));
         tokio::time::sleep(secs(c.kill_rng.uniform(2.0, 5.0))).await;
     }
     killer.await?;

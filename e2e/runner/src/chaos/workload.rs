@@ -84,6 +84,18 @@ pub struct Changes {
     pub kind_changed: BTreeSet<String>,
 }
 
+impl Changes {
+    /// `N applied, M deleted, K kind changes`, for a wave's log line.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} applied, {} deleted, {} kind changes",
+            self.apply.len(),
+            self.delete.len(),
+            self.kind_changed.len()
+        )
+    }
+}
+
 #[derive(Debug)]
 pub struct Model {
     rng: PyRandom,
@@ -130,6 +142,16 @@ impl Model {
     }
 
     /// A new team and its source; every `hook_every`-th source carries the crash-window hook.
+    /// One wave of a storm: a 15 % mutation of every kind, then `new_pairs(teams left)` new
+    /// pairs, drawn in that order so that a seed replays the same waves.
+    pub fn wave(&mut self, new_pairs: impl Fn(usize) -> usize) -> Changes {
+        let mut changes = self.mutate(0.15, Allow::ALL);
+        for _ in 0..new_pairs(self.teams.len()) {
+            changes.apply.extend(self.new_pair());
+        }
+        changes
+    }
+
     pub fn new_pair(&mut self) -> [Manifest; 2] {
         let i = self.next_index;
         self.next_index += 1;
