@@ -5,6 +5,11 @@
 # (glibc, libgcc), not distroless/static: the machines this project is built and tested on
 # cannot download the musl target, and the image that is tested is the image that ships.
 #
+# The operator runs with jemalloc preloaded (Debian's libjemalloc2, copied from the build
+# stage): glibc's allocator keeps the pages thousands of passivated actors free, jemalloc gives
+# them back after a decay (docs/adr/0010-jemalloc-in-the-image.md). `LD_PRELOAD=` in the pod's
+# env runs it on glibc's.
+#
 # Both bases are build arguments. The defaults are the public images; a machine that reaches no
 # container registry passes the ones e2e/images/bases.sh assembles from Debian's packages (the
 # same files, the same nonroot user 65532): `just images` does (docs/installation.md).
@@ -23,12 +28,18 @@ COPY . .
 RUN --mount=type=cache,id=terdut-cargo-registry,target=/usr/local/cargo/registry \
     --mount=type=cache,id=terdut-target,target=/src/target \
     rm -f rust-toolchain.toml \
+ && { [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] \
+      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends libjemalloc2; }; } \
+ && install -D -m 0644 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /out/libjemalloc.so.2 \
  && cargo build --release --locked -p terdut-operator -p terdut-standin \
  && install -D -m 0755 target/release/terdut-operator /out/terdut-operator \
  && install -D -m 0755 target/release/terdut-standin /out/terdut-standin
 
 FROM ${RUNTIME}
 COPY --from=build /out/terdut-operator /terdut-operator
+COPY --from=build /out/libjemalloc.so.2 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+# background_thread: purge freed pages on a timer, so an idle operator gives them back too.
+ENV LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 MALLOC_CONF=background_thread:true
 USER 65532:65532
 EXPOSE 8080
 ENTRYPOINT ["/terdut-operator"]

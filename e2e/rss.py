@@ -30,6 +30,13 @@ import urllib.request
 
 NS, SERVER, GROUP, PORT = "rss", "terdut", "terdut.ryuvia.com/v1alpha1", 18400
 KUBECTL = os.environ.get("KUBECTL", "kubectl")
+# --malloc: what the operator's environment gets for each allocator.
+MALLOCS = {
+    "glibc": {},
+    "jemalloc": {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+                 "MALLOC_CONF": os.environ.get("RSS_MALLOC_CONF", "background_thread:true")},
+    "mimalloc": {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"},
+}
 
 
 def log(msg):
@@ -121,8 +128,9 @@ def operator_pid(operator, wrapped):
 
 
 def stop_profiled(operator, pid, path):
-    """SIGTERM (a clean exit lets heaptrack finish its file), then the peak consumers."""
-    os.kill(pid, signal.SIGTERM)
+    """SIGKILL after the idle window, so what heaptrack saw unfreed is what the idle operator
+    holds (a clean exit would free it); then the peak consumers and those live at the end."""
+    os.kill(pid, signal.SIGKILL)
     operator.proc.wait(timeout=300)
     data = next((f"{path}{ext}" for ext in (".zst", ".gz", "") if os.path.exists(f"{path}{ext}")), None)
     if data is None:
@@ -130,9 +138,9 @@ def stop_profiled(operator, pid, path):
         return
     with open(f"{path}.txt", "w") as out:
         subprocess.run(["heaptrack_print", "-f", data, "--print-peaks=1", "--peak-limit=40",
-                        "--sub-peak-limit=3", "--print-allocators=0", "--print-leaks=0",
+                        "--sub-peak-limit=3", "--print-allocators=0", "--print-leaks=1",
                         "--print-temporary=0"], stdout=out, check=False)
-    log(f"heap profile: {data}; peak consumers in {path}.txt")
+    log(f"heap profile: {data}; peak consumers and those live at the end (\"leaked\") in {path}.txt")
 
 
 def ready_count():
@@ -142,7 +150,8 @@ def ready_count():
 
 
 def scrape():
-    """The operator's /metrics: `actors_active` by kind and `heap_bytes` by state (MiB)."""
+    """The operator's /metrics: `actors_active` by kind, and `heap_bytes` by state (MiB) with
+    the allocator that reported them."""
     with urllib.request.urlopen("http://127.0.0.1:19564/metrics", timeout=5) as r:
         body = r.read().decode()
     actors, heap = {}, {}
@@ -150,9 +159,10 @@ def scrape():
         m = re.match(r'terdut_operator_actors_active\{kind="(\w+)"\} (\S+)', line)
         if m:
             actors[m.group(1)] = float(m.group(2))
-        m = re.match(r'terdut_operator_heap_bytes\{state="(\w+)"\} (\S+)', line)
+        m = re.match(r'terdut_operator_heap_bytes\{allocator="(\w+)",state="(\w+)"\} (\S+)', line)
         if m:
-            heap[m.group(1)] = round(float(m.group(2)) / 2**20, 1)
+            heap["allocator"] = m.group(1)
+            heap[m.group(2)] = round(float(m.group(3)) / 2**20, 1)
     return actors, heap
 
 
@@ -166,10 +176,13 @@ def main():
                         "--passivate-after is 2s) and freed heap to be returned (checked every 10s), "
                         "before RSS and actors alive are read again")
     p.add_argument("--heap-profile", metavar="FILE", help="run the operator under heaptrack, writing FILE")
+    p.add_argument("--malloc", choices=sorted(MALLOCS), default="glibc",
+                   help="the allocator the operator runs with (LD_PRELOAD, as the image does for jemalloc)")
     a = p.parse_args()
     work = os.environ["WORK"]
     kubectl("create", "namespace", NS)
-    env = dict(os.environ, KUBECONFIG=os.path.join(work, "operator.kubeconfig"), RUST_LOG="warn")
+    env = dict(os.environ, KUBECONFIG=os.path.join(work, "operator.kubeconfig"), RUST_LOG="warn",
+               **MALLOCS[a.malloc])
     wrap = ["heaptrack", "-o", os.path.abspath(a.heap_profile)] if a.heap_profile else []
     operator = Proc([*wrap, os.environ["OPERATOR_BIN"], "--leader-elect=false", "--log-format=text",
                                  "--http-addr", "127.0.0.1:19564",

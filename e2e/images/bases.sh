@@ -3,12 +3,14 @@
 # that reach no container registry (docs/node.md "Images"):
 #   terdut-local/cc-debian12:nonroot  what gcr.io/distroless/cc-debian12:nonroot holds for a
 #                                     glibc Rust binary: the files of Debian's base-files,
-#                                     netbase, tzdata, libc6, libgcc-s1 and ca-certificates (as
-#                                     the bundle update-ca-certificates makes), /etc/passwd and
+#                                     netbase, tzdata, libc6, libgcc-s1, libstdc++6 and
+#                                     ca-certificates (as the bundle update-ca-certificates
+#                                     makes), /etc/passwd and
 #                                     /etc/group with nonroot 65532, USER 65532:65532
 #   terdut-local/rust:1.95-bookworm   what docker.io/library/rust:1.95-bookworm is for the build
 #                                     stage: Debian bookworm (debootstrap minbase, gcc,
-#                                     libc6-dev, ca-certificates) and this machine's Rust
+#                                     libc6-dev, ca-certificates; libjemalloc2, which the
+#                                     operator image copies) and this machine's Rust
 #                                     toolchain (no docs) in /usr/local/rust, CARGO_HOME
 #                                     /usr/local/cargo as in the official image, and the
 #                                     CA certificates this machine trusts
@@ -42,7 +44,7 @@ build_runtime() {
   log "assembling $RUNTIME from Debian packages"
   local w="$WORK/runtime" root="$WORK/runtime/root"
   rm -rf "$w" && mkdir -p "$root" "$w/debs"
-  (cd "$w/debs" && apt-get download -q base-files netbase tzdata libc6 libgcc-s1 ca-certificates >&2)
+  (cd "$w/debs" && apt-get download -q base-files netbase tzdata libc6 libgcc-s1 libstdc++6 ca-certificates >&2)
   for deb in "$w"/debs/*.deb; do dpkg -x "$deb" "$root"; done
   # update-ca-certificates would concatenate every certificate ca-certificates ships.
   mkdir -p "$root/etc/ssl/certs"
@@ -64,7 +66,7 @@ build_builder() {
   log "assembling $BUILDER: debootstrap bookworm and this machine's Rust toolchain (~2 min)"
   local w="$WORK/builder" root="$WORK/builder/root" sysroot
   rm -rf "$w" && mkdir -p "$w"
-  debootstrap --variant=minbase --include=gcc,libc6-dev,ca-certificates bookworm "$root" \
+  debootstrap --variant=minbase --include=gcc,libc6-dev,ca-certificates,libjemalloc2 bookworm "$root" \
     http://deb.debian.org/debian > "$w/debootstrap.log" 2>&1 || { tail -20 "$w/debootstrap.log" >&2; exit 1; }
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
   # The build stage downloads crates through this machine's network, so it trusts what this

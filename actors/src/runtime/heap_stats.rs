@@ -1,10 +1,11 @@
 //! `heap_bytes{state}`: what the allocator holds, in use and freed-but-kept
-//! (docs/adr/0009-heap-figures-from-glibc.md).
+//! (docs/adr/0009-heap-figures-from-glibc.md, docs/adr/0010-jemalloc-in-the-image.md).
 //!
 //! After convergence most actors passivate (docs/design.md §5, ADR 0008) and free what they
-//! held, but glibc keeps freed blocks that sit between live ones, so the RSS stays near its
-//! peak. `in_use` is what the operator needs; `RSS − in_use − the binary` is the allocator's
-//! retention. Refreshed every 10 s.
+//! held. jemalloc (the image's) purges the freed pages after a decay; glibc (a binary run
+//! without it) keeps freed blocks that sit between live ones, so the RSS stays near its peak.
+//! `in_use` is what the operator needs; `free` is what the allocator keeps resident. Refreshed
+//! every 10 s; the allocator is logged once at start.
 
 use std::time::Duration;
 
@@ -18,9 +19,10 @@ use tokio_util::sync::CancellationToken;
 /// How often the allocator is asked.
 pub const EVERY: Duration = Duration::from_secs(10);
 
-/// `{state}` of `heap_bytes`: `in_use` or `free`.
+/// `{allocator, state}` of `heap_bytes`: `jemalloc` or `glibc`; `in_use` or `free`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabel {
+    allocator: &'static str,
     state: &'static str,
 }
 
@@ -36,7 +38,7 @@ impl HeapMetrics {
         let m = Self::default();
         registry.register(
             "heap_bytes",
-            "Bytes the allocator holds: in use by the operator, or freed and kept (glibc only)",
+            "Bytes the allocator holds: in use by the operator, or freed and kept resident (jemalloc, as the image preloads it, or glibc)",
             m.bytes.clone(),
         );
         m
@@ -44,27 +46,37 @@ impl HeapMetrics {
 
     /// Sets both gauges from `stats`.
     pub fn observe(&self, stats: terdut_heap::HeapStats) {
+        let allocator = stats.allocator.name();
         for (state, v) in [("in_use", stats.in_use), ("free", stats.free)] {
             self.bytes
-                .get_or_create(&StateLabel { state })
+                .get_or_create(&StateLabel { allocator, state })
                 .set(i64::try_from(v).unwrap_or(i64::MAX));
         }
     }
 
-    /// The gauge of `state`, for tests.
-    pub fn get(&self, state: &'static str) -> i64 {
-        self.bytes.get_or_create(&StateLabel { state }).get()
+    /// The gauge of `state` under `allocator`, for tests.
+    pub fn get(&self, allocator: &'static str, state: &'static str) -> i64 {
+        self.bytes
+            .get_or_create(&StateLabel { allocator, state })
+            .get()
     }
 }
 
 /// Refreshes the gauges every `every` until `stop`; where the allocator cannot be asked
-/// (not glibc) it returns at once and the family stays empty.
+/// (neither jemalloc nor glibc) it returns at once and the family stays empty.
 pub fn spawn(every: Duration, metrics: HeapMetrics, stop: CancellationToken) -> JoinHandle<()> {
     tokio::spawn(async move {
+        let mut named = false;
         loop {
             let Some(stats) = terdut_heap::stats() else {
                 return;
             };
+            if !std::mem::replace(&mut named, true) {
+                tracing::info!(
+                    allocator = stats.allocator.name(),
+                    "heap figures from the allocator"
+                );
+            }
             metrics.observe(stats);
             tokio::select! {
                 () = stop.cancelled() => return,
@@ -86,8 +98,11 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         stop.cancel();
         task.await.expect("the task ends on stop");
-        if terdut_heap::stats().is_some() {
-            assert!(metrics.get("in_use") > 0, "in_use never set");
+        if let Some(stats) = terdut_heap::stats() {
+            assert!(
+                metrics.get(stats.allocator.name(), "in_use") > 0,
+                "in_use never set"
+            );
         }
     }
 }

@@ -254,6 +254,17 @@ pub async fn check(run: &Run) -> anyhow::Result<()> {
     .await;
     run.checks
         .check_result("PromQL sum(terdut_operator_leader) == 1", &leader);
+    // The image preloads jemalloc (ADR 0010); the operator reports which allocator answered.
+    let jemalloc = wait::until("heap figures from jemalloc", limit, || async {
+        let q = r#"count(terdut_operator_heap_bytes{allocator="jemalloc",state="in_use"} > 0)"#;
+        let n = query(run, q).await?;
+        Ok((n.len() == 1 && n[0].1 == 2.0).then_some(()))
+    })
+    .await;
+    run.checks.check_result(
+        "both operator pods run on jemalloc: heap_bytes{allocator=\"jemalloc\"} > 0",
+        &jemalloc,
+    );
     let want = BTreeMap::from([
         ("server".to_owned(), 1.0),
         ("team".into(), 2.0),
