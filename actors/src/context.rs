@@ -2,7 +2,6 @@
 //! metrics, the clock and the operator's configuration, plus the registry through which team
 //! and alert-source actors find their server's actor.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -180,23 +179,49 @@ pub struct Inner {
 /// finalizer and then its status, and the finalizer's event may arrive after the status write
 /// was recorded (seen in the benchmark: 0.76 extra passes per team at 1,000 teams).
 #[derive(Debug, Default)]
-pub struct OwnWrites(DashMap<(Written, ObjectKey), VecDeque<String>>);
+pub struct OwnWrites(DashMap<(Written, ObjectKey), Recent>);
 
 /// How many of an object's latest own writes [`OwnWrites`] recognises.
 pub const OWN_WRITES_KEPT: usize = 4;
+
+/// The last [`OWN_WRITES_KEPT`] versions of one object, as 64-bit hashes in a ring: no
+/// allocation per object beyond its map entry (at 10,000 teams the strings and their deque
+/// were ~230 bytes each, docs/performance.md run 16). A false match needs two versions of
+/// one object, which the API server makes, to collide in 64 bits.
+#[derive(Debug, Default)]
+struct Recent {
+    versions: [u64; OWN_WRITES_KEPT],
+    len: usize,
+    next: usize,
+}
+
+impl Recent {
+    fn push(&mut self, rv: &str) {
+        self.versions[self.next] = version_hash(rv);
+        self.next = (self.next + 1) % OWN_WRITES_KEPT;
+        self.len = (self.len + 1).min(OWN_WRITES_KEPT);
+    }
+
+    fn contains(&self, rv: &str) -> bool {
+        let h = version_hash(rv);
+        self.versions[..self.len].contains(&h)
+    }
+}
+
+/// A resourceVersion's hash; SipHash with fixed keys, so equal across calls.
+fn version_hash(rv: &str) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::hash::DefaultHasher::new();
+    rv.hash(&mut h);
+    h.finish()
+}
 
 impl OwnWrites {
     /// Records that the operator's write of `kind` `key` produced `resource_version` (`None`:
     /// unknown, so none of its earlier writes is trusted either).
     pub fn record(&self, kind: Written, key: &ObjectKey, resource_version: Option<String>) {
         match resource_version {
-            Some(rv) => {
-                let mut recent = self.0.entry((kind, key.clone())).or_default();
-                if recent.len() == OWN_WRITES_KEPT {
-                    recent.pop_front();
-                }
-                recent.push_back(rv);
-            }
+            Some(rv) => self.0.entry((kind, key.clone())).or_default().push(&rv),
             None => {
                 self.0.remove(&(kind, key.clone()));
             }
@@ -208,7 +233,7 @@ impl OwnWrites {
     pub fn is_own(&self, kind: Written, key: &ObjectKey, resource_version: &str) -> bool {
         self.0
             .get(&(kind, key.clone()))
-            .is_some_and(|recent| recent.iter().any(|rv| rv.as_str() == resource_version))
+            .is_some_and(|recent| recent.contains(resource_version))
     }
 
     /// The object is gone.

@@ -13,13 +13,60 @@ use super::restart_policy::RestartTracker;
 /// A supervised object. Lives from the first `Ensure` until `Remove`, across incarnations.
 pub(super) struct Child<F: ChildFactory> {
     /// Latest desired spec; every incarnation subscribes, so restarts use the newest.
-    pub spec: watch::Sender<F::Spec>,
+    pub spec: SpecCell<F::Spec>,
     pub tracker: RestartTracker,
     /// The current or last incarnation; tags timers and startup reports.
     pub incarnation: u64,
     /// Times started again after a failure.
     pub restarts: u64,
     pub phase: Phase<F>,
+}
+
+/// The latest desired spec of a child: a watch channel while an incarnation may read it, the
+/// value alone while the child is passive. A channel costs ~350 bytes per object, and at
+/// 10,000 idle teams nearly all of them are passive (docs/performance.md, run 16).
+pub(super) enum SpecCell<S> {
+    Value(S),
+    Channel(watch::Sender<S>),
+}
+
+impl<S: Clone + PartialEq> SpecCell<S> {
+    /// Sets the spec; `true` when it differs from the one held.
+    pub fn set(&mut self, spec: S) -> bool {
+        match self {
+            Self::Value(current) if *current == spec => false,
+            Self::Value(current) => {
+                *current = spec;
+                true
+            }
+            Self::Channel(tx) => tx.send_if_modified(|current| {
+                if *current == spec {
+                    return false;
+                }
+                *current = spec;
+                true
+            }),
+        }
+    }
+
+    /// What a new incarnation reads its spec from (the channel is made if there is none).
+    pub fn subscribe(&mut self) -> watch::Receiver<S> {
+        if let Self::Value(value) = self {
+            *self = Self::Channel(watch::Sender::new(value.clone()));
+        }
+        match self {
+            Self::Channel(tx) => tx.subscribe(),
+            Self::Value(_) => unreachable!("made a channel just above"),
+        }
+    }
+
+    /// No incarnation runs: keep the value, drop the channel.
+    pub fn park(&mut self) {
+        if let Self::Channel(tx) = self {
+            let value = tx.borrow().clone();
+            *self = Self::Value(value);
+        }
+    }
 }
 
 /// Where a child is in its lifecycle.
@@ -79,5 +126,28 @@ impl<F: ChildFactory> Child<F> {
             attempt: self.tracker.attempt(),
             status,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SpecCell;
+
+    #[test]
+    fn a_parked_spec_keeps_the_newest_value_and_a_new_incarnation_reads_it() {
+        let mut cell = SpecCell::Value(1);
+        let first = cell.subscribe();
+        assert!(cell.set(2), "a different spec is a change");
+        assert!(!cell.set(2), "the same spec is not");
+        assert_eq!(*first.borrow(), 2, "a running incarnation sees updates");
+        cell.park();
+        assert!(matches!(cell, SpecCell::Value(2)));
+        assert!(cell.set(3));
+        assert_eq!(
+            *first.borrow(),
+            2,
+            "a stopped incarnation's channel is gone"
+        );
+        assert_eq!(*cell.subscribe().borrow(), 3);
     }
 }

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinHandle};
 use tokio::time::Instant;
 
-use super::child::{Child, Phase, Running};
+use super::child::{Child, Phase, Running, SpecCell};
 use super::coalesce::{MailboxDepth, PendingFlag, send_counted};
 use super::config::SupervisorConfig;
 use super::factory::{ChildContext, ChildFactory, ChildMsg, IdleReport, Keepsake, Links};
@@ -138,10 +138,17 @@ impl<F: ChildFactory> SupervisorState<F> {
     /// changed.
     pub fn ensure<H: Host<F>>(&mut self, myself: &H, key: ObjectKey, spec: F::Spec) {
         let Some(mut child) = self.children.remove(&key) else {
-            let spec = watch::Sender::new(spec);
+            let mut spec = SpecCell::Value(spec);
             let mut tracker = RestartTracker::default();
             let incarnation = self.next_incarnation();
-            let phase = self.start(myself, &key, &spec, &mut tracker, incarnation, None);
+            let phase = self.start(
+                myself,
+                &key,
+                spec.subscribe(),
+                &mut tracker,
+                incarnation,
+                None,
+            );
             self.children.insert(
                 key,
                 Child {
@@ -154,13 +161,7 @@ impl<F: ChildFactory> SupervisorState<F> {
             );
             return;
         };
-        let changed = child.spec.send_if_modified(|current| {
-            if *current == spec {
-                return false;
-            }
-            *current = spec;
-            true
-        });
+        let changed = child.spec.set(spec);
         match &child.phase {
             Phase::Running(running) => self.nudge(&key, running),
             Phase::Passive { .. } => self.activate(myself, &key, &mut child),
@@ -193,6 +194,7 @@ impl<F: ChildFactory> SupervisorState<F> {
         if idle {
             let old = take_phase(&mut child);
             self.leave_phase(old, Some("passivated"));
+            child.spec.park();
             child.phase = Phase::Passive {
                 due: Some(due),
                 keepsake: Some(keepsake),
@@ -265,7 +267,7 @@ impl<F: ChildFactory> SupervisorState<F> {
         child.phase = self.start(
             myself,
             key,
-            &child.spec,
+            child.spec.subscribe(),
             &mut child.tracker,
             child.incarnation,
             keepsake,
@@ -416,7 +418,7 @@ impl<F: ChildFactory> SupervisorState<F> {
         child.phase = self.start(
             myself,
             key,
-            &child.spec,
+            child.spec.subscribe(),
             &mut child.tracker,
             child.incarnation,
             None,
@@ -432,7 +434,7 @@ impl<F: ChildFactory> SupervisorState<F> {
         &mut self,
         myself: &H,
         key: &ObjectKey,
-        spec: &watch::Sender<F::Spec>,
+        spec: watch::Receiver<F::Spec>,
         tracker: &mut RestartTracker,
         incarnation: u64,
         keepsake: Option<Keepsake>,
@@ -454,7 +456,7 @@ impl<F: ChildFactory> SupervisorState<F> {
         let ctx = ChildContext::new(
             key.clone(),
             incarnation,
-            spec.subscribe(),
+            spec,
             Links {
                 mailbox: mailbox.clone(),
                 pending: pending.clone(),
