@@ -163,7 +163,7 @@ impl Routes for Translate {
         self.writer.seen(Seen::ServerOwned(server));
     }
 
-    fn team(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>) {
+    fn team(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>, relisted: bool) {
         let kind = Written::Object(Kind::Team);
         let facts = obj.as_deref().map(team_facts);
         let own_version = self.own(
@@ -178,10 +178,11 @@ impl Routes for Translate {
             key,
             facts,
             own_version,
+            relisted,
         });
     }
 
-    fn source(&self, key: ObjectKey, obj: Option<Arc<TerdutAlertSource>>) {
+    fn source(&self, key: ObjectKey, obj: Option<Arc<TerdutAlertSource>>, relisted: bool) {
         let kind = Written::Object(Kind::Source);
         let facts = obj.as_deref().map(source_facts);
         let own_version = self.own(
@@ -196,6 +197,7 @@ impl Routes for Translate {
             key,
             facts,
             own_version,
+            relisted,
         });
     }
 
@@ -344,7 +346,13 @@ pub async fn start_with(
         namespaces: opts.config.watch_namespace_selector.clone(),
     };
     refuse_bad_selectors(&watch, &opts.config.watch_namespaces, &selectors).await?;
-    let informers = informers::build(&watch, &opts.config.watch_namespaces, &selectors, routes);
+    let informers = informers::build(
+        &watch,
+        &opts.config.watch_namespaces,
+        &selectors,
+        routes,
+        &metrics,
+    );
     let ctx = Ctx::new(Inner {
         kube: client,
         stores: informers.stores.clone(),
