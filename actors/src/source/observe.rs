@@ -211,10 +211,11 @@ pub async fn access(pass: Pass<'_>, source: &TerdutAlertSource) -> Result<Access
         } => (team_id, server),
     };
     let namespace = source.namespace().unwrap_or_default();
-    if let Consent::Refused(why) = pass.parent.consent(ctx, &server, &namespace).await {
+    let asked = pass.parent.access(ctx, &server, Some(&namespace)).await;
+    if let Some(Consent::Refused(why)) = asked.consent {
         return Ok(Access::Denied(Outcome::RefNotPermitted(why)));
     }
-    let client = match pass.parent.credentials(ctx, &server).await {
+    let client = match asked.credentials {
         Credentials::Ready(c) => c,
         Credentials::NotReady(detail) => {
             return Ok(Access::Denied(Outcome::WaitingForServer { detail }));

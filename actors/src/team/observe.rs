@@ -127,12 +127,14 @@ pub async fn access(
     if !server_cached(ctx, server) {
         return Err(Outcome::ServerRefNotFound);
     }
-    if check_consent
-        && let Consent::Refused(why) = pass.parent.consent(ctx, server, team_namespace).await
-    {
+    let access = pass
+        .parent
+        .access(ctx, server, check_consent.then_some(team_namespace))
+        .await;
+    if let Some(Consent::Refused(why)) = access.consent {
         return Err(Outcome::RefNotPermitted(why));
     }
-    match pass.parent.credentials(ctx, server).await {
+    match access.credentials {
         Credentials::Ready(client) => Ok(client),
         Credentials::NotReady(why) => Err(Outcome::WaitingForServer(why)),
     }

@@ -9,8 +9,7 @@ use dashmap::DashMap;
 use futures::future::BoxFuture;
 use ractor::{ActorRef, RpcReplyPort};
 
-use super::parent::{AskServer, CALL_TIMEOUT, Credentials, FindServer};
-use crate::consent::Consent;
+use super::parent::{Access, AskServer, CALL_TIMEOUT, FindServer};
 use crate::key::ObjectKey;
 use crate::object_actor::{SourceFactory, TeamFactory};
 use crate::pipeline::Memory;
@@ -48,12 +47,11 @@ pub enum ServerMsg {
     },
     /// The worker's pass panicked: the actor fails, and its supervisor restarts it.
     PassPanicked(String),
-    /// A child asks for the API client of this server.
-    Credentials(RpcReplyPort<Credentials>),
-    /// A child in `namespace` asks whether it may attach (docs/design.md §4.6).
-    Consent {
-        namespace: String,
-        reply: RpcReplyPort<Consent>,
+    /// A child asks for the API client of this server and, when it names its namespace,
+    /// whether it may attach (docs/design.md §4.6).
+    Access {
+        namespace: Option<String>,
+        reply: RpcReplyPort<Access>,
     },
     /// A child found a team or integration it had recorded gone from the server: its data
     /// was lost (a restored backup, a reset database), so every child looks now (§5).
@@ -75,8 +73,7 @@ impl std::fmt::Debug for ServerMsg {
             Self::Resync => f.write_str("Resync"),
             Self::PassDone { next, .. } => write!(f, "PassDone({next:?})"),
             Self::PassPanicked(_) => f.write_str("PassPanicked"),
-            Self::Credentials(_) => f.write_str("Credentials"),
-            Self::Consent { namespace, .. } => write!(f, "Consent({namespace})"),
+            Self::Access { namespace, .. } => write!(f, "Access({namespace:?})"),
             Self::DataLost => f.write_str("DataLost"),
             Self::Children(m) => write!(f, "Children({m:?})"),
         }
@@ -88,25 +85,16 @@ impl std::fmt::Debug for ServerMsg {
 pub type Registry = Arc<DashMap<ObjectKey, ActorRef<ServerMsg>>>;
 
 impl AskServer for ActorRef<ServerMsg> {
-    fn credentials(&self) -> BoxFuture<'_, Option<Credentials>> {
-        Box::pin(async move {
-            match self.call(ServerMsg::Credentials, Some(CALL_TIMEOUT)).await {
-                Ok(ractor::rpc::CallResult::Success(c)) => Some(c),
-                _ => None,
-            }
-        })
-    }
-
-    fn consent(&self, namespace: String) -> BoxFuture<'_, Option<Consent>> {
+    fn access(&self, namespace: Option<String>) -> BoxFuture<'_, Option<Access>> {
         Box::pin(async move {
             let asked = self
                 .call(
-                    |reply| ServerMsg::Consent { namespace, reply },
+                    |reply| ServerMsg::Access { namespace, reply },
                     Some(CALL_TIMEOUT),
                 )
                 .await;
             match asked {
-                Ok(ractor::rpc::CallResult::Success(c)) => Some(c),
+                Ok(ractor::rpc::CallResult::Success(a)) => Some(a),
                 _ => None,
             }
         })

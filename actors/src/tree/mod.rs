@@ -5,9 +5,9 @@
 //!      └─ Holding ── the teams and sources no server accepts yet (absent, or refusing)
 //! ```
 //!
-//! A child asks its parent for its server's credentials and consent by message ([`Parent`]);
-//! a server actor answers from its state at once, because its own passes run on a worker
-//! task, never inside its message loop.
+//! A child asks its parent for its server's credentials and consent by message, one question
+//! for both ([`Parent::access`]); a server actor answers from its state at once, because its
+//! own passes run on a worker task, never inside its message loop.
 
 pub mod children;
 pub mod holding;
@@ -17,4 +17,4 @@ pub mod server;
 pub mod writer;
 
 pub use messages::{ChildrenMsg, ServerMsg};
-pub use parent::{Credentials, Parent};
+pub use parent::{Access, Credentials, Parent};

@@ -1,7 +1,9 @@
 //! What a team or alert-source pass asks of its parent: the API client of its TerdutServer
 //! (with the operator key, docs/design.md §6) and whether that server accepts the object's
-//! namespace (§4.6). A server actor answers both from its state, at once; the holding
-//! supervisor answers why there is no server to use.
+//! namespace (§4.6). One question carries both ([`Access`]): a server actor answers it from its
+//! state, at once, and a pass asks once rather than twice (each round trip is a hop through
+//! the runtime's queue, docs/performance.md run 16). The holding supervisor answers why there
+//! is no server to use.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,12 +25,21 @@ pub enum Credentials {
     NotReady(String),
 }
 
+/// A server's answer to a child: its consent for the child's namespace (when asked) and its
+/// credentials, from the same state.
+#[derive(Clone, Debug)]
+pub struct Access {
+    /// `None` when no namespace was asked about (a deletion needs no consent, §4.6).
+    pub consent: Option<Consent>,
+    pub credentials: Credentials,
+}
+
 /// What a child may ask of its server's actor (implemented for the actor's reference in
 /// `tree/messages.rs`; a trait here so that the children, which the server actor's messages
 /// carry, need not name those messages). `None`: no answer within [`CALL_TIMEOUT`].
 pub trait AskServer: Send + Sync + std::fmt::Debug {
-    fn credentials(&self) -> BoxFuture<'_, Option<Credentials>>;
-    fn consent(&self, namespace: String) -> BoxFuture<'_, Option<Consent>>;
+    /// Consent for `namespace` (if given) and credentials, in one message.
+    fn access(&self, namespace: Option<String>) -> BoxFuture<'_, Option<Access>>;
     /// Fire and forget: the child found its server's data lost (docs/design.md §5).
     fn data_lost(&self);
 }
@@ -63,24 +74,45 @@ impl Parent {
         }
     }
 
-    /// The credentials of `server`, as its actor holds them.
-    pub async fn credentials(&self, ctx: &Ctx, server: &ObjectKey) -> Credentials {
+    /// Whether `server` accepts objects of `namespace` (when given; docs/design.md §4.6) and
+    /// its credentials, as its actor holds them: one question.
+    pub async fn access(&self, ctx: &Ctx, server: &ObjectKey, namespace: Option<&str>) -> Access {
+        let from_caches = |why: String| Access {
+            consent: namespace.map(|ns| consent_from_caches(ctx, server, ns)),
+            credentials: Credentials::NotReady(why),
+        };
         if matches!(self, Self::Holding) {
-            return Credentials::NotReady(absent_or_refusing(ctx, server));
+            return from_caches(absent_or_refusing(ctx, server));
         }
         let Some(actor) = self.actor(server) else {
-            return Credentials::NotReady(format!(
+            // No actor to ask: the same consent function over the caches it would answer with.
+            return from_caches(format!(
                 "the operator has not started reconciling TerdutServer {server} yet"
             ));
         };
         let asked = std::time::Instant::now();
-        let answer = actor.credentials().await;
-        ctx.metrics.parent_call("credentials", asked.elapsed());
+        let answer = actor.access(namespace.map(str::to_owned)).await;
+        ctx.metrics.parent_call("access", asked.elapsed());
         answer.unwrap_or_else(|| {
-            Credentials::NotReady(format!(
-                "TerdutServer {server}'s actor did not answer for credentials: it is restarting"
-            ))
+            let why = format!("TerdutServer {server}'s actor did not answer: it is restarting");
+            Access {
+                consent: namespace.map(|_| Consent::Refused(why.clone())),
+                credentials: Credentials::NotReady(why),
+            }
         })
+    }
+
+    /// The credentials of `server` (no consent asked: a deletion, §4.6).
+    pub async fn credentials(&self, ctx: &Ctx, server: &ObjectKey) -> Credentials {
+        self.access(ctx, server, None).await.credentials
+    }
+
+    /// Whether `server` accepts objects of `namespace` (docs/design.md §4.6).
+    pub async fn consent(&self, ctx: &Ctx, server: &ObjectKey, namespace: &str) -> Consent {
+        let access = self.access(ctx, server, Some(namespace)).await;
+        access
+            .consent
+            .unwrap_or_else(|| consent_from_caches(ctx, server, namespace))
     }
 
     /// A pass found a team or integration it had recorded gone from `server`: its data was
@@ -89,23 +121,6 @@ impl Parent {
         if let Some(actor) = self.actor(server) {
             actor.data_lost();
         }
-    }
-
-    /// Whether `server` accepts objects of `namespace` (docs/design.md §4.6).
-    pub async fn consent(&self, ctx: &Ctx, server: &ObjectKey, namespace: &str) -> Consent {
-        let Some(actor) = self.actor(server) else {
-            // No actor to ask: the same function over the caches it would answer with.
-            return consent_from_caches(ctx, server, namespace);
-        };
-        let asked = std::time::Instant::now();
-        let answer = actor.consent(namespace.to_owned()).await;
-        ctx.metrics.parent_call("consent", asked.elapsed());
-        answer.unwrap_or_else(|| {
-            Consent::Refused(format!(
-                "TerdutServer {server}'s actor did not answer the consent question: it is \
-                 restarting"
-            ))
-        })
     }
 }
 

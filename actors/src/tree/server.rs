@@ -27,7 +27,7 @@ use tracing::{debug, info};
 
 use super::children::{ChildSetup, Children};
 use super::messages::{ChildrenMsg, ServerMsg};
-use super::parent::{Credentials, Parent, consent_from_caches};
+use super::parent::{Access, Credentials, Parent, consent_from_caches};
 use super::writer::{HostRef, Registry, Writer};
 use crate::key::ObjectKey;
 use crate::kind::Kind;
@@ -228,15 +228,13 @@ impl Actor for ServerActor {
                 )
                 .into());
             }
-            ServerMsg::Credentials(reply) => {
-                let _ = reply.send(state.credentials.clone());
-            }
-            ServerMsg::Consent { namespace, reply } => {
-                let _ = reply.send(consent_from_caches(
-                    &self.driver.ctx,
-                    state.child.key(),
-                    &namespace,
-                ));
+            ServerMsg::Access { namespace, reply } => {
+                let consent = namespace
+                    .map(|ns| consent_from_caches(&self.driver.ctx, state.child.key(), &ns));
+                let _ = reply.send(Access {
+                    consent,
+                    credentials: state.credentials.clone(),
+                });
             }
             ServerMsg::DataLost => {
                 let now = Instant::now();

@@ -8,7 +8,7 @@ use ractor::rpc::CallResult;
 use serde_json::json;
 use terdut_actors::key::ObjectKey;
 use terdut_actors::tree::writer::Registry;
-use terdut_actors::tree::{Credentials, ServerMsg};
+use terdut_actors::tree::{Access, Credentials, ServerMsg};
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 use terdut_standin::FaultRule;
 
@@ -126,8 +126,17 @@ pub async fn wait_credentials(servers: &Registry, key: &ObjectKey) -> anyhow::Re
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         if let Some(actor) = servers.get(key).map(|r| r.clone())
-            && let Ok(CallResult::Success(Credentials::Ready(_))) = actor
-                .call(ServerMsg::Credentials, Some(Duration::from_secs(5)))
+            && let Ok(CallResult::Success(Access {
+                credentials: Credentials::Ready(_),
+                ..
+            })) = actor
+                .call(
+                    |reply| ServerMsg::Access {
+                        namespace: None,
+                        reply,
+                    },
+                    Some(Duration::from_secs(5)),
+                )
                 .await
         {
             return Ok(());
