@@ -33,7 +33,6 @@ use tracing::{debug, info, warn};
 use crate::context::Stores;
 use crate::key::ObjectKey;
 use crate::routing::Listed;
-use crate::runtime::metrics::OperatorMetrics;
 use crate::server::names::{
     FIELD_MANAGER, LABEL_MANAGED_BY, LABEL_SERVER, MANAGED_SECRET_SELECTOR,
 };
@@ -47,10 +46,8 @@ pub trait Routes: Send + Sync + 'static {
     fn server(&self, key: ObjectKey, obj: Option<Arc<TerdutServer>>);
     /// A Deployment, Service, PDB or key Secret labelled with its server changed.
     fn server_owned(&self, server: ObjectKey);
-    /// `relisted`: the object was in a list just completed (and maybe unchanged), not in an
-    /// event.
-    fn team(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>, relisted: bool);
-    fn source(&self, key: ObjectKey, obj: Option<Arc<TerdutAlertSource>>, relisted: bool);
+    fn team(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>);
+    fn source(&self, key: ObjectKey, obj: Option<Arc<TerdutAlertSource>>);
     /// The webhook Secret `secret` of alert source `source` was written at
     /// `resource_version`, or deleted.
     fn webhook_secret(
@@ -111,7 +108,7 @@ impl Debug for Informers {
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// What no cached object keeps: `managedFields` and `kubectl apply`'s copy of the object,
-/// which the operator never reads (docs/performance.md: about half of a cached team).
+/// which the operator never reads (docs/performance.md run 16).
 /// `None`, not `clear()`: a cleared Vec or map keeps its buffer in every cached object.
 fn slim(meta: &mut ObjectMeta) {
     meta.managed_fields = None;
@@ -137,7 +134,6 @@ pub fn build(
     namespaces: &[String],
     selectors: &Selectors,
     routes: Arc<dyn Routes>,
-    metrics: &OperatorMetrics,
 ) -> Informers {
     let (synced_tx, synced) = watch::channel(0usize);
     let synced_tx = Arc::new(synced_tx);
@@ -153,7 +149,6 @@ pub fn build(
         client,
         scopes: &scopes,
         synced: &synced_tx,
-        metrics,
     };
 
     // The operator's own kinds, only those of this instance's shard when it has one.
@@ -165,21 +160,17 @@ pub fn build(
     let servers = watch.kind(
         mine(),
         &mut tasks,
-        object(&routes, Listed::Server, |r, k, o, _| r.server(k, o)),
+        object(&routes, Listed::Server, |r, k, o| r.server(k, o)),
     );
     let teams = watch.kind(
         mine(),
         &mut tasks,
-        object(&routes, Listed::Team, |r, k, o, relisted| {
-            r.team(k, o, relisted)
-        }),
+        object(&routes, Listed::Team, |r, k, o| r.team(k, o)),
     );
     let sources = watch.kind(
         mine(),
         &mut tasks,
-        object(&routes, Listed::Source, |r, k, o, relisted| {
-            r.source(k, o, relisted)
-        }),
+        object(&routes, Listed::Source, |r, k, o| r.source(k, o)),
     );
     if let Some(selector) = &selectors.namespaces {
         tasks.push(scope_watch(
@@ -321,16 +312,15 @@ fn scope_watch(
 fn object<K>(
     routes: &Arc<dyn Routes>,
     kind: Listed,
-    route: fn(&dyn Routes, ObjectKey, Option<Arc<K>>, bool),
+    route: fn(&dyn Routes, ObjectKey, Option<Arc<K>>),
 ) -> impl Fn(Change<K>) + Send + Sync + 'static
 where
     K: Resource<DynamicType = ()> + Send + Sync + 'static,
 {
     let r = routes.clone();
     move |ev| match ev {
-        Change::Applied(o) => route(r.as_ref(), ObjectKey::of(o.as_ref()), Some(o), false),
-        Change::Relisted(o) => route(r.as_ref(), ObjectKey::of(o.as_ref()), Some(o), true),
-        Change::Deleted(o) => route(r.as_ref(), ObjectKey::of(o.as_ref()), None, false),
+        Change::Applied(o) => route(r.as_ref(), ObjectKey::of(o.as_ref()), Some(o)),
+        Change::Deleted(o) => route(r.as_ref(), ObjectKey::of(o.as_ref()), None),
         Change::Synced(scope, present) => r.listed(kind, scope, present),
     }
 }
@@ -342,7 +332,7 @@ where
 {
     let r = routes.clone();
     move |ev| match ev {
-        Change::Applied(o) | Change::Relisted(o) | Change::Deleted(o) => {
+        Change::Applied(o) | Change::Deleted(o) => {
             if let Some(name) = o.labels().get(LABEL_SERVER) {
                 r.server_owned(ObjectKey::new(
                     o.namespace().unwrap_or_default(),
@@ -361,7 +351,7 @@ fn managed_secret(routes: &Arc<dyn Routes>) -> impl Fn(Change<Secret>) + Send + 
     let r = routes.clone();
     move |ev| {
         let (o, deleted) = match &ev {
-            Change::Applied(o) | Change::Relisted(o) => (o.clone(), false),
+            Change::Applied(o) => (o.clone(), false),
             Change::Deleted(o) => (o.clone(), true),
             Change::Synced(..) => return,
         };
@@ -386,10 +376,6 @@ fn managed_secret(routes: &Arc<dyn Routes>) -> impl Fn(Change<Secret>) + Send + 
 #[derive(Debug)]
 pub enum Change<K> {
     Applied(Arc<K>),
-    /// In a list just completed, read from the cache once it swapped the list in: every pass
-    /// this causes reads the new list, not the one it replaces (kube's reflector keeps the old
-    /// one until the list is complete).
-    Relisted(Arc<K>),
     Deleted(Arc<K>),
     /// The watch of this namespace (`None`: of every namespace) finished a list, with these
     /// objects in it.
@@ -402,8 +388,6 @@ struct Watch<'a> {
     /// The watched namespaces; empty means all.
     scopes: &'a [String],
     synced: &'a Arc<watch::Sender<usize>>,
-    /// `watch_lists_total{kind}`.
-    metrics: &'a OperatorMetrics,
 }
 
 impl Watch<'_> {
@@ -427,8 +411,7 @@ impl Watch<'_> {
         let on_change = Arc::new(on_change);
         if self.scopes.is_empty() {
             let api = Api::all(self.client.clone());
-            let store = informer(api, None, cfg, tasks, self, on_change);
-            return NamespacedStores::all(store);
+            return NamespacedStores::all(informer(api, None, cfg, tasks, self.synced, on_change));
         }
         NamespacedStores::namespaced(
             self.scopes
@@ -440,7 +423,7 @@ impl Watch<'_> {
                         Some(ns.clone()),
                         cfg.clone(),
                         tasks,
-                        self,
+                        self.synced,
                         on_change.clone(),
                     );
                     (ns.clone(), store)
@@ -457,7 +440,7 @@ fn informer<K>(
     scope: Option<String>,
     cfg: watcher::Config,
     tasks: &mut Vec<Task>,
-    watch: &Watch<'_>,
+    synced: &Arc<watch::Sender<usize>>,
     on_change: Arc<dyn Fn(Change<K>) + Send + Sync>,
 ) -> Store<K>
 where
@@ -470,8 +453,7 @@ where
         .modify(|o| slim(o.meta_mut()))
         .reflect(writer);
     let kind = K::kind(&()).into_owned();
-    let synced = watch.synced.clone();
-    let metrics = watch.metrics.clone();
+    let synced = synced.clone();
     tasks.push(Box::pin(async move {
         let mut stream = std::pin::pin!(stream);
         let mut first_list = true;
@@ -481,22 +463,22 @@ where
                 failing.recovered(&kind, scope.as_deref());
             }
             match ev {
-                Ok(Event::Apply(o)) => on_change(Change::Applied(Arc::new(o))),
+                Ok(Event::Apply(o)) | Ok(Event::InitApply(o)) => {
+                    on_change(Change::Applied(Arc::new(o)))
+                }
                 Ok(Event::Delete(o)) => on_change(Change::Deleted(Arc::new(o))),
-                // Routed from the cache when the list is complete (below).
-                Ok(Event::InitApply(_)) | Ok(Event::Init) => {}
                 Ok(Event::InitDone) => {
                     if std::mem::take(&mut first_list) {
                         synced.send_modify(|n| *n += 1);
                     }
-                    metrics.watch_listed(&kind);
-                    let objects = listed.state();
-                    let present = objects.iter().map(|o| ObjectKey::of(o.as_ref())).collect();
-                    for o in objects {
-                        on_change(Change::Relisted(o));
-                    }
+                    let present = listed
+                        .state()
+                        .iter()
+                        .map(|o| ObjectKey::of(o.as_ref()))
+                        .collect();
                     on_change(Change::Synced(scope.clone(), present));
                 }
+                Ok(Event::Init) => {}
                 Err(e) => failing.failed(&kind, scope.as_deref(), &e),
             }
         }
@@ -536,7 +518,7 @@ impl Streak {
 }
 
 #[cfg(test)]
-mod tests {
+mod slim_tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 
     use super::*;
@@ -546,10 +528,7 @@ mod tests {
         let mut meta = ObjectMeta {
             managed_fields: Some(vec![ManagedFieldsEntry::default()]),
             annotations: Some(BTreeMap::from([
-                (
-                    LAST_APPLIED.to_owned(),
-                    "{\"kind\":\"TerdutTeam\"}".to_owned(),
-                ),
+                (LAST_APPLIED.to_owned(), "{\"kind\":\"TerdutTeam\"}".to_owned()),
                 ("terdut.ryuvia.com/adopt".to_owned(), "7".to_owned()),
             ])),
             ..ObjectMeta::default()
@@ -568,9 +547,6 @@ mod tests {
             ..ObjectMeta::default()
         };
         slim(&mut only_kubectls);
-        assert_eq!(
-            only_kubectls.annotations, None,
-            "an empty map keeps no buffer"
-        );
+        assert_eq!(only_kubectls.annotations, None, "an empty map keeps no buffer");
     }
 }

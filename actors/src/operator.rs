@@ -163,7 +163,7 @@ impl Routes for Translate {
         self.writer.seen(Seen::ServerOwned(server));
     }
 
-    fn team(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>, relisted: bool) {
+    fn team(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>) {
         let kind = Written::Object(Kind::Team);
         let facts = obj.as_deref().map(team_facts);
         let own_version = self.own(
@@ -178,11 +178,10 @@ impl Routes for Translate {
             key,
             facts,
             own_version,
-            relisted,
         });
     }
 
-    fn source(&self, key: ObjectKey, obj: Option<Arc<TerdutAlertSource>>, relisted: bool) {
+    fn source(&self, key: ObjectKey, obj: Option<Arc<TerdutAlertSource>>) {
         let kind = Written::Object(Kind::Source);
         let facts = obj.as_deref().map(source_facts);
         let own_version = self.own(
@@ -197,7 +196,6 @@ impl Routes for Translate {
             key,
             facts,
             own_version,
-            relisted,
         });
     }
 
@@ -346,13 +344,7 @@ pub async fn start_with(
         namespaces: opts.config.watch_namespace_selector.clone(),
     };
     refuse_bad_selectors(&watch, &opts.config.watch_namespaces, &selectors).await?;
-    let informers = informers::build(
-        &watch,
-        &opts.config.watch_namespaces,
-        &selectors,
-        routes,
-        &metrics,
-    );
+    let informers = informers::build(&watch, &opts.config.watch_namespaces, &selectors, routes);
     let ctx = Ctx::new(Inner {
         kube: client,
         stores: informers.stores.clone(),

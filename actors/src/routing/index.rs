@@ -396,40 +396,10 @@ impl Index {
         out
     }
 
-    /// Team `key` was in a list just completed: as [`Index::team`] if it differs from what
-    /// the index has (it changed while no watch was open), else nothing. A relist after a
-    /// kube-apiserver restart must not wake every passive actor (docs/design.md §5,
-    /// docs/performance.md run 16).
-    pub fn relisted_team(
-        &mut self,
-        key: ObjectKey,
-        facts: TeamFacts,
-        own_version: bool,
-    ) -> Vec<Command> {
-        if self.teams.get(&key).is_some_and(|p| p.facts == facts) {
-            return vec![];
-        }
-        self.team(key, Some(facts), own_version)
-    }
-
-    /// Alert source `key` was in a list just completed: see [`Index::relisted_team`].
-    pub fn relisted_source(
-        &mut self,
-        key: ObjectKey,
-        facts: SourceFacts,
-        own_version: bool,
-    ) -> Vec<Command> {
-        if self.sources.get(&key).is_some_and(|p| p.facts == facts) {
-            return vec![];
-        }
-        self.source(key, Some(facts), own_version)
-    }
-
     /// A list of `kind` in `scope` (`None`: every namespace) finished with `present` in it:
     /// what the index still has of that scope and the list lacks was deleted while no watch
-    /// was open. Every team and source is placed again (a server or namespace that changed
-    /// unseen moves them); those that stay where they are are not nudged: the list's objects
-    /// were routed, changed ones nudged, from the swapped-in cache just before this.
+    /// was open. Then every team and source looks again: a reflector swaps its list in whole,
+    /// so until now a pass could find its server or team missing from the cache.
     pub fn listed(
         &mut self,
         kind: Listed,
@@ -475,11 +445,11 @@ impl Index {
         }
         let teams: Vec<ObjectKey> = self.teams.keys().cloned().collect();
         for team in teams {
-            self.place_team(&team, false, &mut out);
+            self.place_team(&team, true, &mut out);
         }
         let sources: Vec<ObjectKey> = self.sources.keys().cloned().collect();
         for source in sources {
-            self.place_source(&source, false, &mut out);
+            self.place_source(&source, true, &mut out);
         }
         dedup(out)
     }

@@ -314,15 +314,14 @@ fn a_webhook_secret_written_by_anyone_else_or_deleted_wakes_its_source() {
 }
 
 #[test]
-fn a_list_removes_what_was_deleted_unseen_and_moves_only_what_it_strands() {
+fn a_list_removes_what_was_deleted_unseen_and_wakes_every_team_and_source() {
     let mut index = Index::default();
     index.server(key(SERVER), Some(server(1)));
     index.team(key("platform/a"), Some(team("1")), false);
     index.team(key("other/b"), Some(team("1")), false);
     index.source(key("platform/am"), Some(source("a", "1")), false);
 
-    // platform's list lacks team a; other's watch has not listed, so b stays, and is not
-    // woken: nothing about it changed.
+    // platform's list lacks team a; other's watch has not listed, so b stays.
     let present = BTreeSet::new();
     let out = index.listed(Listed::Team, Some("platform"), &present);
     assert_eq!(
@@ -332,6 +331,7 @@ fn a_list_removes_what_was_deleted_unseen_and_moves_only_what_it_strands() {
             Command::EnsureServer(key(SERVER)),
             off(&at_server(), S, "platform/am"),
             on(&Host::Holding, S, "platform/am"),
+            on(&Host::Holding, T, "other/b"),
         ]
     );
     assert_eq!(index.host_of(T, &key("platform/a")), None);
@@ -342,41 +342,4 @@ fn a_list_removes_what_was_deleted_unseen_and_moves_only_what_it_strands() {
     assert_eq!(index.host_of(T, &key("other/b")), Some(&at_server()));
     let out = index.listed(Listed::Namespace, None, &BTreeSet::new());
     assert!(out.contains(&on(&Host::Holding, T, "other/b")), "{out:?}");
-}
-
-#[test]
-fn a_relist_wakes_only_the_objects_that_changed_while_no_watch_was_open() {
-    let mut index = Index::default();
-    index.server(key(SERVER), Some(server(1)));
-    labelled(&mut index, "platform", true);
-    index.team(key("platform/a"), Some(ready("1", 7)), false);
-    index.team(key("platform/b"), Some(ready("1", 8)), false);
-    index.source(key("platform/am"), Some(source("a", "1")), false);
-
-    assert_eq!(
-        index.relisted_team(key("platform/a"), ready("1", 7), false),
-        [],
-        "unchanged: its actor stays passive"
-    );
-    assert_eq!(
-        index.relisted_source(key("platform/am"), source("a", "1"), false),
-        []
-    );
-    assert_eq!(
-        index.relisted_team(key("platform/b"), ready("2", 8), false),
-        [on(&at_server(), T, "platform/b")],
-        "changed unseen: it looks again"
-    );
-    assert_eq!(
-        index.relisted_source(key("platform/am"), source("a", "2"), false),
-        [on(&at_server(), S, "platform/am")]
-    );
-    assert_eq!(
-        index.relisted_team(key("platform/new"), team("5"), false),
-        [
-            on(&at_server(), T, "platform/new"),
-            Command::EnsureServer(key(SERVER))
-        ],
-        "created unseen: it starts"
-    );
 }

@@ -66,7 +66,7 @@ pub struct ObjectLabels {
 
 type HistogramFamily = Family<KindLabel, Histogram, fn() -> Histogram>;
 
-/// `{question}` of `parent_call_duration_seconds`: `access` (consent and credentials, one question).
+/// `{question}` of `parent_call_duration_seconds`: `credentials` or `consent`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct QuestionLabel {
     pub question: String,
@@ -98,7 +98,6 @@ pub struct OperatorMetrics {
     reconcile_errors: Family<CategoryLabels, Counter>,
     reconcile_duration: HistogramFamily,
     drift_corrections: Family<KindLabel, Counter>,
-    watch_lists: Family<KindLabel, Counter>,
     kube_writes: Family<WriteLabels, Counter>,
     /// Unregistered sum over all `kube_writes` series: families cannot be iterated.
     kube_writes_sum: Counter,
@@ -120,7 +119,6 @@ impl Default for OperatorMetrics {
             reconcile_errors: Family::default(),
             reconcile_duration: Family::new_with_constructor(duration_histogram),
             drift_corrections: Family::default(),
-            watch_lists: Family::default(),
             kube_writes: Family::default(),
             kube_writes_sum: Counter::default(),
             leader: Gauge::default(),
@@ -157,12 +155,6 @@ impl OperatorMetrics {
             "drift_corrections",
             "Owned objects rewritten because they differed from the desired state",
             m.drift_corrections.clone(),
-        );
-        registry.register(
-            "watch_lists",
-            "Completed lists of each watched kind: the first, and one after each watch that \
-             expired (e.g. across a kube-apiserver restart)",
-            m.watch_lists.clone(),
         );
         registry.register(
             "kube_writes",
@@ -257,24 +249,6 @@ impl OperatorMetrics {
                 kind: kind.to_owned(),
             })
             .inc();
-    }
-
-    /// A watch of `kind` (the Kubernetes kind) completed a list.
-    pub fn watch_listed(&self, kind: &str) {
-        self.watch_lists
-            .get_or_create(&KindLabel {
-                kind: kind.to_owned(),
-            })
-            .inc();
-    }
-
-    /// How many lists the watches of `kind` completed.
-    pub fn watch_lists(&self, kind: &str) -> u64 {
-        self.watch_lists
-            .get_or_create(&KindLabel {
-                kind: kind.to_owned(),
-            })
-            .get()
     }
 
     /// One write to the API server; call it at every write site.

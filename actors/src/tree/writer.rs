@@ -35,19 +35,15 @@ pub enum Seen {
     },
     /// A Deployment, Service, PDB or key Secret of this server changed.
     ServerOwned(ObjectKey),
-    /// `relisted`: found by a list (at its end, the cache swapped in), not by an event; the
-    /// index nudges it only if it differs from what it had (docs/design.md §5).
     Team {
         key: ObjectKey,
         facts: Option<TeamFacts>,
         own_version: bool,
-        relisted: bool,
     },
     Source {
         key: ObjectKey,
         facts: Option<SourceFacts>,
         own_version: bool,
-        relisted: bool,
     },
     WebhookSecret {
         secret: ObjectKey,
@@ -290,23 +286,19 @@ impl Scope {
                 key,
                 facts,
                 own_version,
-                relisted,
             } => Seen::Team {
                 facts: facts.filter(|_| self.contains(&key.namespace)),
                 key,
                 own_version,
-                relisted,
             },
             Seen::Source {
                 key,
                 facts,
                 own_version,
-                relisted,
             } => Seen::Source {
                 facts: facts.filter(|_| self.contains(&key.namespace)),
                 key,
                 own_version,
-                relisted,
             },
             Seen::ServerOwned(key) if !self.contains(&key.namespace) => return None,
             Seen::WebhookSecret { ref source, .. } if !self.contains(&source.namespace) => {
@@ -378,7 +370,6 @@ fn replay(stores: &Stores, namespace: &str, present: bool) -> Vec<Seen> {
                 key: ObjectKey::of(t.as_ref()),
                 facts: present.then(|| team_facts(&t)),
                 own_version: false,
-                relisted: false,
             });
         }
     }
@@ -388,7 +379,6 @@ fn replay(stores: &Stores, namespace: &str, present: bool) -> Vec<Seen> {
                 key: ObjectKey::of(s.as_ref()),
                 facts: present.then(|| source_facts(&s)),
                 own_version: false,
-                relisted: false,
             });
         }
     }
@@ -404,20 +394,12 @@ fn apply(index: &mut Index, seen: Seen) -> Vec<Command> {
             key,
             facts,
             own_version,
-            relisted,
-        } => match facts {
-            Some(facts) if relisted => index.relisted_team(key, facts, own_version),
-            facts => index.team(key, facts, own_version),
-        },
+        } => index.team(key, facts, own_version),
         Seen::Source {
             key,
             facts,
             own_version,
-            relisted,
-        } => match facts {
-            Some(facts) if relisted => index.relisted_source(key, facts, own_version),
-            facts => index.source(key, facts, own_version),
-        },
+        } => index.source(key, facts, own_version),
         Seen::WebhookSecret {
             secret,
             source,
