@@ -528,7 +528,10 @@ mod slim_tests {
         let mut meta = ObjectMeta {
             managed_fields: Some(vec![ManagedFieldsEntry::default()]),
             annotations: Some(BTreeMap::from([
-                (LAST_APPLIED.to_owned(), "{\"kind\":\"TerdutTeam\"}".to_owned()),
+                (
+                    LAST_APPLIED.to_owned(),
+                    "{\"kind\":\"TerdutTeam\"}".to_owned(),
+                ),
                 ("terdut.ryuvia.com/adopt".to_owned(), "7".to_owned()),
             ])),
             ..ObjectMeta::default()
@@ -547,6 +550,9 @@ mod slim_tests {
             ..ObjectMeta::default()
         };
         slim(&mut only_kubectls);
-        assert_eq!(only_kubectls.annotations, None, "an empty map keeps no buffer");
+        assert_eq!(
+            only_kubectls.annotations, None,
+            "an empty map keeps no buffer"
+        );
     }
 }
