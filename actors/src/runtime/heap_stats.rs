@@ -66,22 +66,20 @@ impl HeapMetrics {
 /// (neither jemalloc nor glibc) it returns at once and the family stays empty.
 pub fn spawn(every: Duration, metrics: HeapMetrics, stop: CancellationToken) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let mut named = false;
-        loop {
-            let Some(stats) = terdut_heap::stats() else {
-                return;
-            };
-            if !std::mem::replace(&mut named, true) {
-                tracing::info!(
-                    allocator = stats.allocator.name(),
-                    "heap figures from the allocator"
-                );
-            }
-            metrics.observe(stats);
+        let mut stats = terdut_heap::stats();
+        if let Some(first) = stats {
+            tracing::info!(
+                allocator = first.allocator.name(),
+                "heap figures from the allocator"
+            );
+        }
+        while let Some(now) = stats {
+            metrics.observe(now);
             tokio::select! {
                 () = stop.cancelled() => return,
                 () = tokio::time::sleep(every) => {}
             }
+            stats = terdut_heap::stats();
         }
     })
 }

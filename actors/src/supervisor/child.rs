@@ -33,30 +33,28 @@ pub(super) enum SpecCell<S> {
 impl<S: Clone + PartialEq> SpecCell<S> {
     /// Sets the spec; `true` when it differs from the one held.
     pub fn set(&mut self, spec: S) -> bool {
-        match self {
-            Self::Value(current) if *current == spec => false,
-            Self::Value(current) => {
-                *current = spec;
-                true
+        let replace = move |current: &mut S| {
+            if *current == spec {
+                return false;
             }
-            Self::Channel(tx) => tx.send_if_modified(|current| {
-                if *current == spec {
-                    return false;
-                }
-                *current = spec;
-                true
-            }),
+            *current = spec;
+            true
+        };
+        match self {
+            Self::Value(current) => replace(current),
+            Self::Channel(tx) => tx.send_if_modified(replace),
         }
     }
 
     /// What a new incarnation reads its spec from (the channel is made if there is none).
     pub fn subscribe(&mut self) -> watch::Receiver<S> {
-        if let Self::Value(value) = self {
-            *self = Self::Channel(watch::Sender::new(value.clone()));
-        }
         match self {
             Self::Channel(tx) => tx.subscribe(),
-            Self::Value(_) => unreachable!("made a channel just above"),
+            Self::Value(value) => {
+                let (tx, rx) = watch::channel(value.clone());
+                *self = Self::Channel(tx);
+                rx
+            }
         }
     }
 
