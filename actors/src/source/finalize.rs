@@ -188,7 +188,10 @@ async fn cleanup(pass: Pass<'_>, source: &TerdutAlertSource) -> Result<Cleanup, 
             "TerdutTeam {team_name} has no teamID yet; the integration is deleted once it has one"
         )));
     };
-    let client = match pass.parent.credentials(ctx, &server).await {
+    // One question: the credentials to delete with, and the consent that decides whether a
+    // lookup by external_id (a create call) is allowed below.
+    let access = pass.parent.access(ctx, &server, &key.namespace).await;
+    let client = match access.credentials {
         Credentials::Ready(c) => c,
         Credentials::NotReady(_) if team_deleting => {
             return release(ctx, source, team_gone_note()).await;
@@ -230,7 +233,7 @@ async fn cleanup(pass: Pass<'_>, source: &TerdutAlertSource) -> Result<Cleanup, 
         // external_id is the idempotent POST, and a server that does not accept this namespace
         // gets no create call (docs/security.md).
         None => {
-            if let Consent::Refused(why) = pass.parent.consent(ctx, &server, &key.namespace).await {
+            if let Consent::Refused(why) = access.consent {
                 return release(
                     ctx,
                     source,

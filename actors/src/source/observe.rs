@@ -211,8 +211,8 @@ pub async fn access(pass: Pass<'_>, source: &TerdutAlertSource) -> Result<Access
         } => (team_id, server),
     };
     let namespace = source.namespace().unwrap_or_default();
-    let asked = pass.parent.access(ctx, &server, Some(&namespace)).await;
-    if let Some(Consent::Refused(why)) = asked.consent {
+    let asked = pass.parent.access(ctx, &server, &namespace).await;
+    if let Consent::Refused(why) = asked.consent {
         return Ok(Access::Denied(Outcome::RefNotPermitted(why)));
     }
     let client = match asked.credentials {

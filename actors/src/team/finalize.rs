@@ -130,8 +130,8 @@ pub async fn finalize(
              and the delete is retried with backoff"
         )
     };
-    let client = match access(pass, &key.namespace, &server, false).await {
-        Ok(c) => c,
+    let (client, consent) = match access(pass, &key.namespace, &server, false).await {
+        Ok(answer) => answer,
         Err(outcome) => {
             let why = why(&outcome, team, &server);
             events::warn_once(ctx, team, warned, "TeamDeleteFailed", "Delete", failed(why)).await;
@@ -142,7 +142,7 @@ pub async fn finalize(
         return Ok(Finalized::Released);
     }
     let known = team.status.as_ref().and_then(|s| s.team_id).or(remembered);
-    let accepted = pass.parent.consent(ctx, &server, &key.namespace).await == Consent::Allowed;
+    let accepted = consent == Consent::Allowed;
     let id = match ours(&client, team, known, &external_id(&key), accepted).await {
         Ok(Ours::Id(id)) => Some(id),
         Ok(Ours::NoneExists) => None,

@@ -76,7 +76,7 @@ pub async fn observe(
         Err(e) => return stopped(Outcome::InvalidSpec(e.0)),
     };
     let client = match access(pass, &key.namespace, &server, true).await {
-        Ok(c) => c,
+        Ok((client, _allowed)) => client,
         Err(outcome) => return stopped(outcome),
     };
     let known = match team_id {
@@ -114,28 +114,26 @@ pub fn server_cached(ctx: &Ctx, server: &ObjectKey) -> bool {
         .is_some()
 }
 
-/// The client of `server` for a team in `team_namespace`, or why there is none (a Ready
-/// reason). Consent is asked when `check_consent` (a deletion does not need it: docs/design.md
-/// §4.6, last bullet); both are the parent's answers.
+/// The client of `server` for a team in `team_namespace` with the server's consent for that
+/// namespace, or why there is no client (a Ready reason): one question to the parent. A
+/// refusal is an error only when `check_consent`: a deletion goes ahead without consent
+/// (docs/design.md §4.6, last bullet) and reads it to decide what it may look up.
 pub async fn access(
     pass: Pass<'_>,
     team_namespace: &str,
     server: &ObjectKey,
     check_consent: bool,
-) -> Result<Arc<TerdutClient>, Outcome> {
+) -> Result<(Arc<TerdutClient>, Consent), Outcome> {
     let ctx = pass.ctx;
     if !server_cached(ctx, server) {
         return Err(Outcome::ServerRefNotFound);
     }
-    let access = pass
-        .parent
-        .access(ctx, server, check_consent.then_some(team_namespace))
-        .await;
-    if let Some(Consent::Refused(why)) = access.consent {
+    let access = pass.parent.access(ctx, server, team_namespace).await;
+    if check_consent && let Consent::Refused(why) = access.consent {
         return Err(Outcome::RefNotPermitted(why));
     }
     match access.credentials {
-        Credentials::Ready(client) => Ok(client),
+        Credentials::Ready(client) => Ok((client, access.consent)),
         Credentials::NotReady(why) => Err(Outcome::WaitingForServer(why)),
     }
 }

@@ -47,10 +47,10 @@ pub enum ServerMsg {
     },
     /// The worker's pass panicked: the actor fails, and its supervisor restarts it.
     PassPanicked(String),
-    /// A child asks for the API client of this server and, when it names its namespace,
-    /// whether it may attach (docs/design.md §4.6).
+    /// A child asks for the API client of this server and whether objects of its namespace
+    /// may attach (docs/design.md §4.6).
     Access {
-        namespace: Option<String>,
+        namespace: String,
         reply: RpcReplyPort<Access>,
     },
     /// A child found a team or integration it had recorded gone from the server: its data
@@ -73,7 +73,7 @@ impl std::fmt::Debug for ServerMsg {
             Self::Resync => f.write_str("Resync"),
             Self::PassDone { next, .. } => write!(f, "PassDone({next:?})"),
             Self::PassPanicked(_) => f.write_str("PassPanicked"),
-            Self::Access { namespace, .. } => write!(f, "Access({namespace:?})"),
+            Self::Access { namespace, .. } => write!(f, "Access({namespace})"),
             Self::DataLost => f.write_str("DataLost"),
             Self::Children(m) => write!(f, "Children({m:?})"),
         }
@@ -85,7 +85,7 @@ impl std::fmt::Debug for ServerMsg {
 pub type Registry = Arc<DashMap<ObjectKey, ActorRef<ServerMsg>>>;
 
 impl AskServer for ActorRef<ServerMsg> {
-    fn access(&self, namespace: Option<String>) -> BoxFuture<'_, Option<Access>> {
+    fn access(&self, namespace: String) -> BoxFuture<'_, Option<Access>> {
         Box::pin(async move {
             let asked = self
                 .call(

@@ -25,12 +25,12 @@ pub enum Credentials {
     NotReady(String),
 }
 
-/// A server's answer to a child: its consent for the child's namespace (when asked) and its
-/// credentials, from the same state.
+/// A server's answer to a child: its consent for the child's namespace and its credentials,
+/// from the same state. A deletion needs no consent (§4.6) but reads it to decide what it may
+/// look up, so every pass asks the same one question.
 #[derive(Clone, Debug)]
 pub struct Access {
-    /// `None` when no namespace was asked about (a deletion needs no consent, §4.6).
-    pub consent: Option<Consent>,
+    pub consent: Consent,
     pub credentials: Credentials,
 }
 
@@ -38,8 +38,8 @@ pub struct Access {
 /// `tree/messages.rs`; a trait here so that the children, which the server actor's messages
 /// carry, need not name those messages). `None`: no answer within [`CALL_TIMEOUT`].
 pub trait AskServer: Send + Sync + std::fmt::Debug {
-    /// Consent for `namespace` (if given) and credentials, in one message.
-    fn access(&self, namespace: Option<String>) -> BoxFuture<'_, Option<Access>>;
+    /// Consent for `namespace` and credentials, in one message.
+    fn access(&self, namespace: String) -> BoxFuture<'_, Option<Access>>;
     /// Fire and forget: the child found its server's data lost (docs/design.md §5).
     fn data_lost(&self);
 }
@@ -74,11 +74,11 @@ impl Parent {
         }
     }
 
-    /// Whether `server` accepts objects of `namespace` (when given; docs/design.md §4.6) and
-    /// its credentials, as its actor holds them: one question.
-    pub async fn access(&self, ctx: &Ctx, server: &ObjectKey, namespace: Option<&str>) -> Access {
+    /// Whether `server` accepts objects of `namespace` (docs/design.md §4.6) and its
+    /// credentials, as its actor holds them: one question.
+    pub async fn access(&self, ctx: &Ctx, server: &ObjectKey, namespace: &str) -> Access {
         let from_caches = |why: String| Access {
-            consent: namespace.map(|ns| consent_from_caches(ctx, server, ns)),
+            consent: consent_from_caches(ctx, server, namespace),
             credentials: Credentials::NotReady(why),
         };
         if matches!(self, Self::Holding) {
@@ -91,28 +91,15 @@ impl Parent {
             ));
         };
         let asked = std::time::Instant::now();
-        let answer = actor.access(namespace.map(str::to_owned)).await;
+        let answer = actor.access(namespace.to_owned()).await;
         ctx.metrics.parent_call("access", asked.elapsed());
         answer.unwrap_or_else(|| {
             let why = format!("TerdutServer {server}'s actor did not answer: it is restarting");
             Access {
-                consent: namespace.map(|_| Consent::Refused(why.clone())),
+                consent: Consent::Refused(why.clone()),
                 credentials: Credentials::NotReady(why),
             }
         })
-    }
-
-    /// The credentials of `server` (no consent asked: a deletion, §4.6).
-    pub async fn credentials(&self, ctx: &Ctx, server: &ObjectKey) -> Credentials {
-        self.access(ctx, server, None).await.credentials
-    }
-
-    /// Whether `server` accepts objects of `namespace` (docs/design.md §4.6).
-    pub async fn consent(&self, ctx: &Ctx, server: &ObjectKey, namespace: &str) -> Consent {
-        let access = self.access(ctx, server, Some(namespace)).await;
-        access
-            .consent
-            .unwrap_or_else(|| consent_from_caches(ctx, server, namespace))
     }
 
     /// A pass found a team or integration it had recorded gone from `server`: its data was

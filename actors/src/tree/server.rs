@@ -229,8 +229,7 @@ impl Actor for ServerActor {
                 .into());
             }
             ServerMsg::Access { namespace, reply } => {
-                let consent = namespace
-                    .map(|ns| consent_from_caches(&self.driver.ctx, state.child.key(), &ns));
+                let consent = consent_from_caches(&self.driver.ctx, state.child.key(), &namespace);
                 let _ = reply.send(Access {
                     consent,
                     credentials: state.credentials.clone(),

@@ -132,7 +132,7 @@ pub async fn wait_credentials(servers: &Registry, key: &ObjectKey) -> anyhow::Re
             })) = actor
                 .call(
                     |reply| ServerMsg::Access {
-                        namespace: None,
+                        namespace: key.namespace.clone(),
                         reply,
                     },
                     Some(Duration::from_secs(5)),
