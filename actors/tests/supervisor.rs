@@ -232,18 +232,24 @@ fn exact_policy() -> RestartPolicy {
 }
 
 async fn start(policy: RestartPolicy) -> Harness {
+    start_with(policy, |_| {}).await
+}
+
+/// [`start`] with settings of the table changed by `tune`.
+async fn start_with(policy: RestartPolicy, tune: impl FnOnce(&mut SupervisorConfig)) -> Harness {
     let (tx, rx) = mpsc::unbounded_channel();
     let probe = Arc::new(Probe {
         tx,
         start_faults: Mutex::default(),
     });
     let metrics = SupervisorMetrics::default();
-    let config = SupervisorConfig {
+    let mut config = SupervisorConfig {
         policy,
         metrics: metrics.clone(),
         jitter_seed: Some(42),
         ..SupervisorConfig::default()
     };
+    tune(&mut config);
     let factory = TestFactory {
         probe: Arc::clone(&probe),
     };
@@ -838,4 +844,148 @@ async fn one_timer_serves_every_passive_child_in_deadline_order() {
         .expect("supervisor stops");
     assert_eq!(h.metrics.passive.get(), 0);
     assert_eq!(h.metrics.active.get(), 0);
+}
+
+/// `k` reports idle; unlike [`Harness::passivate`] this waits for nothing, so the starts its
+/// stop lets through are all seen by [`starts_within`].
+fn go_idle(h: &Harness, k: &str) {
+    h.forward(
+        k,
+        TestMsg::Idle {
+            in_: Duration::from_secs(3600),
+            memo: 0,
+        },
+    );
+}
+
+/// The keys of the children started within `span`, in order.
+async fn starts_within(h: &mut Harness, span: Duration) -> Vec<String> {
+    h.drain_for(span)
+        .await
+        .into_iter()
+        .filter_map(|e| match e {
+            Ev::Started { key, .. } => Some(key),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_relist_wakes_passive_children_a_budget_at_a_time_and_loses_none() {
+    let mut h = start_with(exact_policy(), |c| {
+        c.wake_budget = 2;
+        c.wake_hold = Duration::from_secs(600);
+    })
+    .await;
+    let keys = ["ns/k0", "ns/k1", "ns/k2", "ns/k3", "ns/k4"];
+    // One at a time, so each start has a place (a burst of new ones waits too, below).
+    for k in keys {
+        h.ensure(k, 1);
+        h.started(k).await;
+        h.passivate(k, Duration::from_secs(3600), 0).await;
+    }
+    // A relist says every object again, none of them changed.
+    for k in keys {
+        h.ensure(k, 1);
+    }
+    assert_eq!(
+        starts_within(&mut h, Duration::from_secs(1)).await,
+        ["ns/k0", "ns/k1"],
+        "two places in the budget: the first two start"
+    );
+    assert_eq!(h.metrics.active.get(), 2);
+    assert_eq!(h.metrics.waiting.get(), 3);
+
+    // A change of its own does not wait for a place, and takes none.
+    h.ensure("ns/k4", 2);
+    assert_eq!(
+        starts_within(&mut h, Duration::from_secs(1)).await,
+        ["ns/k4"]
+    );
+    assert_eq!(h.metrics.waiting.get(), 2);
+
+    // As the woken ones go idle again, the others start, in the order they were due.
+    go_idle(&h, "ns/k0");
+    assert_eq!(
+        starts_within(&mut h, Duration::from_secs(1)).await,
+        ["ns/k2"]
+    );
+    go_idle(&h, "ns/k4");
+    assert_eq!(
+        starts_within(&mut h, Duration::from_secs(1)).await,
+        Vec::<String>::new(),
+        "k4 held no place: its stop frees none"
+    );
+    go_idle(&h, "ns/k1");
+    assert_eq!(
+        starts_within(&mut h, Duration::from_secs(1)).await,
+        ["ns/k3"]
+    );
+    assert_eq!(h.metrics.waiting.get(), 0);
+    // Each was started once: the second mention of a waiting key started nothing more. What
+    // starts later is the deadlines of those passivated for an hour (once k2's and k3's holds
+    // end, as they never go idle).
+    let mut later = starts_within(&mut h, Duration::from_secs(7200)).await;
+    later.sort();
+    assert_eq!(later, ["ns/k0", "ns/k1", "ns/k4"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_woken_child_that_never_goes_idle_holds_its_place_only_for_the_hold() {
+    let mut h = start_with(exact_policy(), |c| {
+        c.wake_budget = 1;
+        c.wake_hold = Duration::from_secs(60);
+    })
+    .await;
+    for k in [A, B] {
+        h.ensure(k, 1);
+        h.started(k).await;
+        h.passivate(k, Duration::from_secs(3600), 0).await;
+    }
+    let t0 = Instant::now();
+    h.send(SupervisorMsg::NudgeAll);
+    let (_, a_at) = h.started(A).await;
+    assert_eq!(a_at, t0, "a takes the one place");
+    // a keeps running (it never reports idle); b waits until a's hold ends.
+    let (_, b_at) = h.started(B).await;
+    assert_eq!(b_at - t0, Duration::from_secs(60));
+    assert_eq!(h.metrics.active.get(), 2);
+    assert_eq!(h.metrics.waiting.get(), 0);
+    // A removed waiting child leaves no gauge behind.
+    h.passivate(A, Duration::from_secs(3600), 0).await;
+    h.passivate(B, Duration::from_secs(3600), 0).await;
+    h.send(SupervisorMsg::NudgeAll);
+    h.started(A).await;
+    h.send(SupervisorMsg::Remove(key(B)));
+    h.snapshot().await;
+    assert_eq!(h.metrics.waiting.get(), 0);
+    assert_eq!(h.metrics.passive.get(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_new_objects_starts_a_budget_at_a_time() {
+    let mut h = start_with(exact_policy(), |c| {
+        c.wake_budget = 2;
+        c.wake_hold = Duration::from_secs(600);
+    })
+    .await;
+    // A host adopting its children, or the first list after the operator starts.
+    for k in ["ns/n0", "ns/n1", "ns/n2"] {
+        h.ensure(k, 1);
+    }
+    assert_eq!(
+        starts_within(&mut h, Duration::from_secs(1)).await,
+        ["ns/n0", "ns/n1"]
+    );
+    assert!(matches!(
+        h.status("ns/n2").await,
+        ChildStatus::Passive { due_in: None }
+    ));
+    assert_eq!(h.metrics.waiting.get(), 1);
+    go_idle(&h, "ns/n0");
+    assert_eq!(
+        starts_within(&mut h, Duration::from_secs(1)).await,
+        ["ns/n2"]
+    );
+    assert_eq!(h.metrics.waiting.get(), 0);
 }

@@ -86,6 +86,8 @@ pub(super) enum Phase<F: ChildFactory> {
     Passive {
         due: Option<Instant>,
         keepsake: Option<super::factory::Keepsake>,
+        /// In the queue for a place in the wake budget (ADR 0011).
+        waiting: bool,
     },
 }
 
@@ -95,6 +97,9 @@ pub(super) struct Running<F: ChildFactory> {
     pub started_at: Instant,
     pub mailbox: MailboxDepth,
     pub pending: PendingFlag,
+    /// Started from the wake queue: holds a place in the wake budget until it stops, fails
+    /// or holds it longer than `wake_hold`.
+    pub woken: bool,
 }
 
 impl<F: ChildFactory> Child<F> {

@@ -20,6 +20,13 @@ pub struct SupervisorConfig {
     pub jitter_seed: Option<u64>,
     /// How long a stopping supervisor waits for its children to stop before ractor kills them.
     pub shutdown_timeout: Duration,
+    /// At most this many passive children started with no change of their own (a relist, a
+    /// resync, a due deadline) run at once; the others wait in order. A relist of 10,000 idle
+    /// objects would otherwise start 10,000 actors at once (ADR 0011).
+    pub wake_budget: usize,
+    /// The longest a child started that way holds its place: one that does not converge (a
+    /// server that keeps failing) must not hold it for ever.
+    pub wake_hold: Duration,
 }
 
 impl Default for SupervisorConfig {
@@ -30,6 +37,8 @@ impl Default for SupervisorConfig {
             metrics: SupervisorMetrics::default(),
             jitter_seed: None,
             shutdown_timeout: Duration::from_secs(10),
+            wake_budget: 1024,
+            wake_hold: Duration::from_secs(10),
         }
     }
 }

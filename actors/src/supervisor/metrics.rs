@@ -30,6 +30,7 @@ pub struct SupervisorMetrics {
     mailbox_depth: Family<KindLabel, Gauge>,
     crash_looping: Family<KindLabel, Gauge>,
     passive: Family<KindLabel, Gauge>,
+    waiting: Family<KindLabel, Gauge>,
     dispatch: Family<KindLabel, Histogram, fn() -> Histogram>,
 }
 
@@ -41,6 +42,7 @@ impl Default for SupervisorMetrics {
             mailbox_depth: Family::default(),
             crash_looping: Family::default(),
             passive: Family::default(),
+            waiting: Family::default(),
             dispatch: Family::new_with_constructor(dispatch_histogram),
         }
     }
@@ -76,6 +78,12 @@ impl SupervisorMetrics {
             m.passive.clone(),
         );
         registry.register(
+            "actors_waiting",
+            "Passive objects due a pass with no change of their own (a relist, a resync), \
+             waiting for a place in the wake budget",
+            m.waiting.clone(),
+        );
+        registry.register(
             "actor_dispatch_seconds",
             "From an informer event to the start of the pass it asked for",
             m.dispatch.clone(),
@@ -94,6 +102,7 @@ impl SupervisorMetrics {
             mailbox_depth: self.mailbox_depth.get_or_create(&label).clone(),
             crash_looping: self.crash_looping.get_or_create(&label).clone(),
             passive: self.passive.get_or_create(&label).clone(),
+            waiting: self.waiting.get_or_create(&label).clone(),
             dispatch: self.dispatch.get_or_create(&label).clone(),
         }
     }
@@ -112,6 +121,8 @@ pub struct KindMetrics {
     pub crash_looping: Gauge,
     /// `actors_passive{kind}`.
     pub passive: Gauge,
+    /// `actors_waiting{kind}`.
+    pub waiting: Gauge,
     /// `actor_dispatch_seconds{kind}`.
     pub dispatch: Histogram,
 }

@@ -6,7 +6,7 @@
 use ractor::{ActorId, ActorRuntime, SpawnErr, SupervisionEvent};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -44,6 +44,15 @@ pub struct SupervisorState<F: ChildFactory> {
     armed: Option<(Instant, AbortHandle)>,
     /// While an `EnsureAt` is handled: when its event happened.
     event_at: Option<Instant>,
+    /// Passive children due a pass with no change of their own, in the order they became due:
+    /// started as places in the wake budget free up (ADR 0011). A key may be here twice (it
+    /// was started another way and queued again); only an entry still waiting starts.
+    waiting: VecDeque<ObjectKey>,
+    /// Children started from `waiting` and still running, in start order, with when their
+    /// hold ends; an entry whose child has stopped since is skipped when it comes up.
+    holds: VecDeque<(Instant, ObjectKey, u64)>,
+    /// Places in the wake budget held now.
+    held: usize,
 }
 
 impl<F: ChildFactory> fmt::Debug for SupervisorState<F> {
@@ -74,11 +83,20 @@ impl<F: ChildFactory> SupervisorState<F> {
             wheel: BTreeSet::new(),
             armed: None,
             event_at: None,
+            waiting: VecDeque::new(),
+            holds: VecDeque::new(),
+            held: 0,
         }
     }
 
     /// One message of the protocol, from whichever actor hosts this table.
     pub fn handle<H: Host<F>>(&mut self, myself: &H, msg: SupervisorMsg<F>) {
+        self.handle_one(myself, msg);
+        // Whatever the message freed (a child passivated, failed or was removed), or queued.
+        self.admit(myself);
+    }
+
+    fn handle_one<H: Host<F>>(&mut self, myself: &H, msg: SupervisorMsg<F>) {
         match msg {
             SupervisorMsg::Ensure(key, spec) => self.ensure(myself, key, spec),
             SupervisorMsg::EnsureAt(key, spec, at) => {
@@ -108,7 +126,7 @@ impl<F: ChildFactory> SupervisorState<F> {
                 keepsake,
             } => self.idle(myself, &key, incarnation, due, keepsake),
             SupervisorMsg::Wake => self.wake(myself),
-            SupervisorMsg::NudgeAll => self.nudge_all(myself),
+            SupervisorMsg::NudgeAll => self.nudge_all(),
         }
     }
 
@@ -128,43 +146,44 @@ impl<F: ChildFactory> SupervisorState<F> {
         match self.child_of(cell.get_id()) {
             Some((key, incarnation)) => {
                 self.failed(myself, &key, incarnation, error);
+                self.admit(myself);
                 true
             }
             None => false,
         }
     }
 
-    /// `Ensure`: spawn, or update the spec and nudge, or restart a failed child whose spec
-    /// changed.
-    pub fn ensure<H: Host<F>>(&mut self, myself: &H, key: ObjectKey, spec: F::Spec) {
+    /// `Ensure`: a new entry, or update the spec and nudge, or restart a failed child whose
+    /// spec changed.
+    fn ensure<H: Host<F>>(&mut self, myself: &H, key: ObjectKey, spec: F::Spec) {
         let Some(mut child) = self.children.remove(&key) else {
-            let mut spec = SpecCell::Value(spec);
-            let mut tracker = RestartTracker::default();
-            let incarnation = self.next_incarnation();
-            let phase = self.start(
-                myself,
-                &key,
-                spec.subscribe(),
-                &mut tracker,
-                incarnation,
-                None,
-            );
-            self.children.insert(
-                key,
-                Child {
-                    spec,
-                    tracker,
-                    incarnation,
-                    restarts: 0,
-                    phase,
+            // A new entry starts through the wake queue: at once while the budget has room,
+            // which it has but when a host adopts or a list brings thousands at once (an
+            // operator or server actor starting over them, ADR 0011).
+            let mut child = Child {
+                spec: SpecCell::Value(spec),
+                tracker: RestartTracker::default(),
+                // Not started yet: no timer or report can name incarnation 0.
+                incarnation: 0,
+                restarts: 0,
+                phase: Phase::Passive {
+                    due: None,
+                    keepsake: None,
+                    waiting: false,
                 },
-            );
+            };
+            self.metrics.passive.inc();
+            self.queue_wake(&key, &mut child);
+            self.children.insert(key, child);
             return;
         };
         let changed = child.spec.set(spec);
         match &child.phase {
             Phase::Running(running) => self.nudge(&key, running),
-            Phase::Passive { .. } => self.activate(myself, &key, &mut child),
+            // Its own object changed: at once.
+            Phase::Passive { .. } if changed => self.activate(myself, &key, &mut child),
+            // Something it depends on may have (a relist says every object again).
+            Phase::Passive { .. } => self.queue_wake(&key, &mut child),
             Phase::BackingOff { .. } | Phase::CrashLooping { .. } if changed => {
                 tracing::info!(kind = self.factory.kind(), %key, "spec changed; restarting now");
                 child.tracker.reset();
@@ -198,6 +217,7 @@ impl<F: ChildFactory> SupervisorState<F> {
             child.phase = Phase::Passive {
                 due: Some(due),
                 keepsake: Some(keepsake),
+                waiting: false,
             };
             self.metrics.passive.inc();
             self.schedule(myself, key, due);
@@ -206,7 +226,8 @@ impl<F: ChildFactory> SupervisorState<F> {
         self.children.insert(key.clone(), child);
     }
 
-    /// `Wake`: starts every passive child whose pass is due, and arms the timer for the next.
+    /// `Wake`: queues every passive child whose pass is due for a start, and arms the timer for
+    /// the next.
     pub fn wake<H: Host<F>>(&mut self, myself: &H) {
         self.armed = None;
         let now = self.config.clock.now();
@@ -219,15 +240,15 @@ impl<F: ChildFactory> SupervisorState<F> {
                 continue;
             };
             if matches!(child.phase, Phase::Passive { due: Some(d), .. } if d == due) {
-                self.activate(myself, &key, &mut child);
+                self.queue_wake(&key, &mut child);
             }
             self.children.insert(key, child);
         }
         self.arm(myself);
     }
 
-    /// `NudgeAll`: every running child gets a nudge, every passive one starts.
-    pub fn nudge_all<H: Host<F>>(&mut self, myself: &H) {
+    /// `NudgeAll`: every running child gets a nudge, every passive one is queued for a start.
+    fn nudge_all(&mut self) {
         let keys: Vec<ObjectKey> = self.children.keys().cloned().collect();
         for key in keys {
             let Some(mut child) = self.children.remove(&key) else {
@@ -235,7 +256,7 @@ impl<F: ChildFactory> SupervisorState<F> {
             };
             match &child.phase {
                 Phase::Running(running) => self.nudge(&key, running),
-                Phase::Passive { .. } => self.activate(myself, &key, &mut child),
+                Phase::Passive { .. } => self.queue_wake(&key, &mut child),
                 _ => {}
             }
             self.children.insert(key, child);
@@ -254,8 +275,13 @@ impl<F: ChildFactory> SupervisorState<F> {
     /// restart history is kept as it is).
     fn activate<H: Host<F>>(&mut self, myself: &H, key: &ObjectKey, child: &mut Child<F>) {
         let keepsake = match take_phase(child) {
-            Phase::Passive { keepsake, .. } => {
+            Phase::Passive {
+                keepsake, waiting, ..
+            } => {
                 self.metrics.passive.dec();
+                if waiting {
+                    self.metrics.waiting.dec();
+                }
                 keepsake
             }
             other => {
@@ -286,9 +312,80 @@ impl<F: ChildFactory> SupervisorState<F> {
         if let Some((_, timer)) = self.armed.take() {
             timer.abort();
         }
-        if let Some((due, _)) = self.wheel.first() {
+        let next = [self.wheel.first().map(|(due, _)| *due), self.hold_ends()]
+            .into_iter()
+            .flatten()
+            .min();
+        if let Some(due) = next {
             let delay = due.saturating_duration_since(self.config.clock.now());
-            self.armed = Some((*due, myself.send_after(delay, SupervisorMsg::Wake)));
+            self.armed = Some((due, myself.send_after(delay, SupervisorMsg::Wake)));
+        }
+    }
+
+    /// When the oldest hold ends, if children wait for it (the budget is full).
+    fn hold_ends(&self) -> Option<Instant> {
+        if self.waiting.is_empty() || self.held < self.config.wake_budget {
+            return None;
+        }
+        self.holds.front().map(|(until, _, _)| *until)
+    }
+
+    /// Queues passive `child` for a start within the wake budget (once).
+    fn queue_wake(&mut self, key: &ObjectKey, child: &mut Child<F>) {
+        if let Phase::Passive { waiting, .. } = &mut child.phase
+            && !*waiting
+        {
+            *waiting = true;
+            self.metrics.waiting.inc();
+            self.waiting.push_back(key.clone());
+        }
+    }
+
+    /// Starts waiting children while the wake budget has room, after taking back the places
+    /// held longer than `wake_hold`; arms the timer for the next hold to end if some still wait.
+    fn admit<H: Host<F>>(&mut self, myself: &H) {
+        let now = self.config.clock.now();
+        // Entries of children that stopped since are dropped here too, when their hold would
+        // have ended: the queue holds at most the starts of one `wake_hold`.
+        while let Some(&(until, _, _)) = self.holds.front()
+            && until <= now
+        {
+            let Some((_, key, incarnation)) = self.holds.pop_front() else {
+                break;
+            };
+            if let Some(child) = self.children.get_mut(&key)
+                && child.incarnation == incarnation
+                && let Phase::Running(running) = &mut child.phase
+                && std::mem::take(&mut running.woken)
+            {
+                self.held -= 1;
+            }
+        }
+        while self.held < self.config.wake_budget {
+            let Some(key) = self.waiting.pop_front() else {
+                break;
+            };
+            let Some(mut child) = self.children.remove(&key) else {
+                continue;
+            };
+            if matches!(child.phase, Phase::Passive { waiting: true, .. }) {
+                self.activate(myself, &key, &mut child);
+                if let Phase::Running(running) = &mut child.phase {
+                    running.woken = true;
+                    self.held += 1;
+                    self.holds.push_back((
+                        now + self.config.wake_hold,
+                        key.clone(),
+                        child.incarnation,
+                    ));
+                }
+            }
+            self.children.insert(key, child);
+        }
+        if let Some(ends) = self.hold_ends()
+            && self.armed.as_ref().is_none_or(|(at, _)| ends < *at)
+        {
+            self.arm(myself);
         }
     }
 
@@ -404,6 +501,8 @@ impl<F: ChildFactory> SupervisorState<F> {
             timer.abort();
         }
         self.wheel.clear();
+        self.waiting.clear();
+        self.holds.clear();
     }
 
     /// Start `child` again after a failure, a reset or a changed spec.
@@ -478,6 +577,7 @@ impl<F: ChildFactory> SupervisorState<F> {
                     started_at,
                     mailbox,
                     pending,
+                    woken: false,
                 };
                 // Every incarnation reconciles once on start, through the same path as updates.
                 self.nudge(key, &running);
@@ -540,6 +640,9 @@ impl<F: ChildFactory> SupervisorState<F> {
     fn leave_phase(&mut self, phase: Phase<F>, stop: Option<&str>) {
         match phase {
             Phase::Running(running) => {
+                if running.woken {
+                    self.held -= 1;
+                }
                 if let Some(reason) = stop {
                     running.actor.stop(Some(reason.to_owned()));
                 }
@@ -553,8 +656,11 @@ impl<F: ChildFactory> SupervisorState<F> {
             }
             // Its wheel slot, if any, is skipped when it comes up (the phase no longer
             // matches it).
-            Phase::Passive { .. } => {
+            Phase::Passive { waiting, .. } => {
                 self.metrics.passive.dec();
+                if waiting {
+                    self.metrics.waiting.dec();
+                }
             }
         }
     }

@@ -4,17 +4,17 @@
 
 use std::sync::Arc;
 
-use kube::runtime::reflector::ObjectRef;
 use ractor::{ActorRef, SupervisionEvent};
 
 use super::messages::ChildrenMsg;
 use super::parent::Parent;
 use crate::context::Ctx;
-use crate::key::ObjectKey;
-use crate::object_actor::{SourceFactory, SourceSpec, TeamFactory, TeamSpec};
+use crate::object_actor::{SourceFactory, TeamFactory};
 use crate::pass_limit::PassLimit;
 use crate::routing::ChildKind;
-use crate::supervisor::{SupervisorConfig, SupervisorSnapshot, SupervisorState, Wrapped};
+use crate::supervisor::{
+    SupervisorConfig, SupervisorMsg, SupervisorSnapshot, SupervisorState, Wrapped,
+};
 
 /// What every host's tables share: the context, each kind's pass limit (one per kind for
 /// the whole operator, shared fairly between servers), and the tables' settings.
@@ -32,7 +32,6 @@ pub struct Children<M: ractor::Message + From<ChildrenMsg>> {
     sources: SupervisorState<SourceFactory>,
     team_host: Wrapped<M, TeamFactory>,
     source_host: Wrapped<M, SourceFactory>,
-    ctx: Ctx,
 }
 
 impl<M: ractor::Message + From<ChildrenMsg>> std::fmt::Debug for Children<M> {
@@ -59,7 +58,6 @@ impl<M: ractor::Message + From<ChildrenMsg>> Children<M> {
                 actor: host,
                 wrap: |m| M::from(ChildrenMsg::Sources(m)),
             },
-            ctx: setup.ctx.clone(),
         }
     }
 
@@ -68,8 +66,9 @@ impl<M: ractor::Message + From<ChildrenMsg>> Children<M> {
             ChildrenMsg::Teams(m) => self.teams.handle(&self.team_host, m),
             ChildrenMsg::Sources(m) => self.sources.handle(&self.source_host, m),
             ChildrenMsg::NudgeAll => {
-                self.teams.nudge_all(&self.team_host);
-                self.sources.nudge_all(&self.source_host);
+                self.teams.handle(&self.team_host, SupervisorMsg::NudgeAll);
+                self.sources
+                    .handle(&self.source_host, SupervisorMsg::NudgeAll);
             }
         }
     }
@@ -78,23 +77,6 @@ impl<M: ractor::Message + From<ChildrenMsg>> Children<M> {
     pub fn supervision(&mut self, event: &SupervisionEvent) -> bool {
         self.teams.supervision(&self.team_host, event)
             || self.sources.supervision(&self.source_host, event)
-    }
-
-    /// Starts (or nudges) the actors of objects the host adopts, from the caches; an object
-    /// the cache does not have (yet) is skipped: its event will bring it.
-    pub fn adopt(&mut self, teams: &[ObjectKey], sources: &[ObjectKey]) {
-        for key in teams {
-            if let Some(team) = self.ctx.stores.teams.get(&object_ref(key)) {
-                self.teams
-                    .ensure(&self.team_host, key.clone(), TeamSpec::new(&team));
-            }
-        }
-        for key in sources {
-            if let Some(source) = self.ctx.stores.sources.get(&object_ref(key)) {
-                self.sources
-                    .ensure(&self.source_host, key.clone(), SourceSpec::new(&source));
-            }
-        }
     }
 
     pub fn snapshot(&self, kind: ChildKind) -> SupervisorSnapshot {
@@ -114,8 +96,4 @@ impl<M: ractor::Message + From<ChildrenMsg>> Children<M> {
         self.teams.shut_down();
         self.sources.shut_down();
     }
-}
-
-fn object_ref<K: kube::Resource<DynamicType = ()>>(key: &ObjectKey) -> ObjectRef<K> {
-    ObjectRef::new(&key.name).within(&key.namespace)
 }
