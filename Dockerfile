@@ -22,15 +22,16 @@ ARG BUILDER=docker.io/library/rust:1.95-bookworm
 ARG RUNTIME=gcr.io/distroless/cc-debian12:nonroot
 
 FROM ${BUILDER} AS build
+# jemalloc first, in a layer of its own: a change of the sources does not install it again.
+RUN { [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] \
+      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends libjemalloc2; }; } \
+ && install -D -m 0644 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /out/libjemalloc.so.2
 WORKDIR /src
 COPY . .
 # rust-toolchain.toml says "stable" with components; the builder's toolchain is the pinned one.
 RUN --mount=type=cache,id=terdut-cargo-registry,target=/usr/local/cargo/registry \
     --mount=type=cache,id=terdut-target,target=/src/target \
     rm -f rust-toolchain.toml \
- && { [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] \
-      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends libjemalloc2; }; } \
- && install -D -m 0644 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /out/libjemalloc.so.2 \
  && cargo build --release --locked -p terdut-operator -p terdut-standin \
  && install -D -m 0755 target/release/terdut-operator /out/terdut-operator \
  && install -D -m 0755 target/release/terdut-standin /out/terdut-standin
