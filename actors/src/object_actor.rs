@@ -332,15 +332,20 @@ impl<K: ObjectKind> Actor for ObjectActor<K> {
         // (docs/adr/0005-memory-per-object.md).
         // The lane is read from the copy now; the pass reads the newest copy again once it has
         // its slot.
-        let Some(object) = self.current(state.child.key()) else {
+        if let Some(object) = self.current(state.child.key()) {
+            let lane = K::lane(&self.driver.ctx, &object);
+            drop(object);
+            self.passes
+                .run(lane, || self.reconcile(&myself, state))
+                .await;
+        } else {
             debug!(kind = K::KIND.label(), object = %state.child.key(), "not in the cache (deleted); nothing to do");
-            return Ok(());
-        };
-        let lane = K::lane(&self.driver.ctx, &object);
-        drop(object);
-        self.passes
-            .run(lane, || self.reconcile(&myself, state))
-            .await;
+        }
+        // Going idle gives a place in the wake budget back when the host stops the actor; one
+        // that stays running gives it back now (ADR 0011).
+        if state.idle.is_none() {
+            state.child.release_place();
+        }
         Ok(())
     }
 }

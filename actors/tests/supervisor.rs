@@ -81,6 +81,8 @@ enum TestMsg {
     StopSelf,
     /// Keep the child busy until notified, so its mailbox fills up.
     Hold(Arc<Notify>),
+    /// Done with its pass and staying up: give back a place in the wake budget.
+    StayUp,
     /// Report idle with nothing due for `in_`, leaving `memo` for the next incarnation.
     Idle {
         in_: Duration,
@@ -157,6 +159,7 @@ impl Actor for TestChild {
             }),
             TestMsg::StopSelf => myself.stop(Some("done".into())),
             TestMsg::Hold(release) => release.notified().await,
+            TestMsg::StayUp => ctx.release_place(),
             TestMsg::Idle { in_, memo } => ctx.report_idle(Instant::now() + in_, Box::new(memo)),
         }
         Ok(())
@@ -928,6 +931,28 @@ async fn a_relist_wakes_passive_children_a_budget_at_a_time_and_loses_none() {
     let mut later = starts_within(&mut h, Duration::from_secs(7200)).await;
     later.sort();
     assert_eq!(later, ["ns/k0", "ns/k1", "ns/k4"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_woken_child_that_stays_up_gives_its_place_back_when_its_pass_is_done() {
+    let mut h = start_with(exact_policy(), |c| {
+        c.wake_budget = 1;
+        c.wake_hold = Duration::from_secs(600);
+    })
+    .await;
+    for k in [A, B] {
+        h.ensure(k, 1);
+        h.started(k).await;
+        h.passivate(k, Duration::from_secs(3600), 0).await;
+    }
+    h.send(SupervisorMsg::NudgeAll);
+    assert_eq!(starts_within(&mut h, Duration::from_secs(1)).await, [A]);
+    // Twice: only the first gives a place back (b's, below, is not a's to give).
+    h.forward(A, TestMsg::StayUp);
+    h.forward(A, TestMsg::StayUp);
+    assert_eq!(starts_within(&mut h, Duration::from_secs(1)).await, [B]);
+    assert_eq!(h.metrics.waiting.get(), 0);
+    assert_eq!(h.metrics.active.get(), 2);
 }
 
 #[tokio::test(start_paused = true)]

@@ -24,8 +24,9 @@ pub struct SupervisorConfig {
     /// resync, a due deadline) run at once; the others wait in order. A relist of 10,000 idle
     /// objects would otherwise start 10,000 actors at once (ADR 0011).
     pub wake_budget: usize,
-    /// The longest a child started that way holds its place: one that does not converge (a
-    /// server that keeps failing) must not hold it for ever.
+    /// The longest a child started that way holds its place, if it neither stops nor says its
+    /// pass is done (`ChildContext::release_place`): a backstop, so no child can stall the
+    /// queue for ever.
     pub wake_hold: Duration,
 }
 
@@ -38,7 +39,7 @@ impl Default for SupervisorConfig {
             jitter_seed: None,
             shutdown_timeout: Duration::from_secs(10),
             wake_budget: 1024,
-            wake_hold: Duration::from_secs(10),
+            wake_hold: Duration::from_secs(60),
         }
     }
 }

@@ -62,6 +62,9 @@ pub type Keepsake = Box<dyn std::any::Any + Send + Sync>;
 /// How a child tells its host that it converged and has nothing due until an instant.
 pub type IdleReport = Arc<dyn Fn(tokio::time::Instant, Keepsake) + Send + Sync>;
 
+/// How a child started from the wake queue gives its place back (ADR 0011).
+pub type PlaceReport = Arc<dyn Fn() + Send + Sync>;
+
 /// What one child incarnation gets from its supervisor.
 #[derive(Clone)]
 pub struct ChildContext<S> {
@@ -71,6 +74,9 @@ pub struct ChildContext<S> {
     mailbox: MailboxDepth,
     pending: PendingFlag,
     idle: IdleReport,
+    /// Set while this incarnation holds a place in its table's wake budget.
+    place: Arc<std::sync::atomic::AtomicBool>,
+    release: PlaceReport,
     /// What the previous incarnation left when it was passivated; taken once.
     keepsake: Arc<std::sync::Mutex<Option<Keepsake>>>,
     /// `actor_dispatch_seconds{kind}`.
@@ -92,6 +98,10 @@ pub(super) struct Links {
     pub mailbox: MailboxDepth,
     pub pending: PendingFlag,
     pub idle: IdleReport,
+    /// Started from the wake queue: it holds a place until it releases it, stops, or
+    /// holds it for `wake_hold`.
+    pub place: bool,
+    pub release: PlaceReport,
     pub keepsake: Option<Keepsake>,
     pub dispatch: prometheus_client::metrics::histogram::Histogram,
 }
@@ -110,6 +120,8 @@ impl<S: Clone> ChildContext<S> {
             mailbox: links.mailbox,
             pending: links.pending,
             idle: links.idle,
+            place: Arc::new(std::sync::atomic::AtomicBool::new(links.place)),
+            release: links.release,
             keepsake: Arc::new(std::sync::Mutex::new(links.keepsake)),
             dispatch: links.dispatch,
         }
@@ -120,6 +132,16 @@ impl<S: Clone> ChildContext<S> {
     /// meanwhile; the child keeps running with its own copy.
     pub fn report_idle(&self, due: tokio::time::Instant, keepsake: Keepsake) {
         (self.idle)(due, keepsake);
+    }
+
+    /// Call when a pass is done and the child does not go idle right after (it has work due
+    /// soon, or nothing to reconcile): a place it holds in its table's wake budget goes back,
+    /// so the queue moves on (ADR 0011). Only the first call of an incarnation started from
+    /// the queue sends anything.
+    pub fn release_place(&self) {
+        if self.place.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            (self.release)();
+        }
     }
 
     /// What the previous incarnation left when it was passivated, if it was and left a `T`

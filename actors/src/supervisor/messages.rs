@@ -57,6 +57,9 @@ pub enum SupervisorMsg<F: ChildFactory> {
         due: tokio::time::Instant,
         keepsake: super::factory::Keepsake,
     },
+    /// A child started from the wake queue is done with its pass and stays running: its
+    /// place in the wake budget goes back (ADR 0011).
+    Released { key: ObjectKey, incarnation: u64 },
     /// Timer: a passive child's next pass may be due (the table's one timer).
     Wake,
     /// Nudge every running child and start every passive one (something all of them depend
@@ -77,6 +80,7 @@ impl<F: ChildFactory> fmt::Debug for SupervisorMsg<F> {
             } => write!(f, "StartFailed({key}, {incarnation})"),
             Self::Snapshot(_) => write!(f, "Snapshot"),
             Self::Idle { key, .. } => write!(f, "Idle({key})"),
+            Self::Released { key, .. } => write!(f, "Released({key})"),
             Self::Wake => write!(f, "Wake"),
             Self::NudgeAll => write!(f, "NudgeAll"),
         }

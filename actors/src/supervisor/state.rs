@@ -16,7 +16,9 @@ use tokio::time::Instant;
 use super::child::{Child, Phase, Running, SpecCell};
 use super::coalesce::{MailboxDepth, PendingFlag, send_counted};
 use super::config::SupervisorConfig;
-use super::factory::{ChildContext, ChildFactory, ChildMsg, IdleReport, Keepsake, Links};
+use super::factory::{
+    ChildContext, ChildFactory, ChildMsg, IdleReport, Keepsake, Links, PlaceReport,
+};
 use super::host::Host;
 use super::messages::{SupervisorMsg, SupervisorSnapshot};
 use super::metrics::KindMetrics;
@@ -53,6 +55,8 @@ pub struct SupervisorState<F: ChildFactory> {
     holds: VecDeque<(Instant, ObjectKey, u64)>,
     /// Places in the wake budget held now.
     held: usize,
+    /// While `admit` starts a child: it takes a place.
+    starting_woken: bool,
 }
 
 impl<F: ChildFactory> fmt::Debug for SupervisorState<F> {
@@ -86,6 +90,7 @@ impl<F: ChildFactory> SupervisorState<F> {
             waiting: VecDeque::new(),
             holds: VecDeque::new(),
             held: 0,
+            starting_woken: false,
         }
     }
 
@@ -125,6 +130,7 @@ impl<F: ChildFactory> SupervisorState<F> {
                 due,
                 keepsake,
             } => self.idle(myself, &key, incarnation, due, keepsake),
+            SupervisorMsg::Released { key, incarnation } => self.released(&key, incarnation),
             SupervisorMsg::Wake => self.wake(myself),
             SupervisorMsg::NudgeAll => self.nudge_all(),
         }
@@ -369,7 +375,9 @@ impl<F: ChildFactory> SupervisorState<F> {
                 continue;
             };
             if matches!(child.phase, Phase::Passive { waiting: true, .. }) {
+                self.starting_woken = true;
                 self.activate(myself, &key, &mut child);
+                self.starting_woken = false;
                 if let Phase::Running(running) = &mut child.phase {
                     running.woken = true;
                     self.held += 1;
@@ -386,6 +394,17 @@ impl<F: ChildFactory> SupervisorState<F> {
             && self.armed.as_ref().is_none_or(|(at, _)| ends < *at)
         {
             self.arm(myself);
+        }
+    }
+
+    /// `Released`: a child started from the queue is done with its pass and stays running.
+    fn released(&mut self, key: &ObjectKey, incarnation: u64) {
+        if let Some(child) = self.children.get_mut(key)
+            && child.incarnation == incarnation
+            && let Phase::Running(running) = &mut child.phase
+            && std::mem::take(&mut running.woken)
+        {
+            self.held -= 1;
         }
     }
 
@@ -552,6 +571,15 @@ impl<F: ChildFactory> SupervisorState<F> {
                 });
             })
         };
+        let release: PlaceReport = {
+            let (host, key) = (myself.clone(), key.clone());
+            Arc::new(move || {
+                let _ = host.send(SupervisorMsg::Released {
+                    key: key.clone(),
+                    incarnation,
+                });
+            })
+        };
         let ctx = ChildContext::new(
             key.clone(),
             incarnation,
@@ -560,6 +588,8 @@ impl<F: ChildFactory> SupervisorState<F> {
                 mailbox: mailbox.clone(),
                 pending: pending.clone(),
                 idle,
+                place: self.starting_woken,
+                release,
                 keepsake,
                 dispatch: self.metrics.dispatch.clone(),
             },
