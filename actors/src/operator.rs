@@ -379,7 +379,12 @@ pub async fn start_with(
                 writer: writer.clone(),
                 registry: registry.clone(),
             },
-            config,
+            // Server actors never passivate, so none would give a place in the wake budget
+            // back before its backstop: their table has none (ADR 0011).
+            SupervisorConfig {
+                wake_budget: usize::MAX,
+                ..config
+            },
         ),
         (),
     )
