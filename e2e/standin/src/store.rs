@@ -497,6 +497,55 @@ mod tests {
         assert_eq!(s.get_team(t.id), Err(ContractError::NotFound(TEAM)));
     }
 
+    /// The stand-in applies calls in place (`State::write`): each refusal must leave the
+    /// store exactly as it was.
+    #[test]
+    fn a_refused_call_changes_nothing() {
+        let mut s = Store::default();
+        let a = created(s.create_team(new_team("A", "ns/a")).unwrap());
+        let b = created(s.create_team(new_team("B", "ns/b")).unwrap());
+        let body = |name: &str| SwitchBody {
+            name: name.into(),
+            matcher: "alertname=X".into(),
+            timeout_seconds: 60,
+            severity: "critical".into(),
+        };
+        let w = s.create_switch(a.id, body("w")).unwrap();
+        s.create_switch(a.id, body("v")).unwrap();
+        s.set_open_incidents(b.id, 1).unwrap();
+        let before = s.clone();
+        let ladder = Ladder {
+            repeat_count: 1,
+            fallback_topic: None,
+            levels: vec![Level {
+                timeout_seconds: 60,
+                targets: vec![Target::User {
+                    username: "nobody".into(),
+                }],
+            }],
+        };
+        let refusals: Vec<ContractError> = [
+            s.create_team(new_team("A", "ns/c")).err(),
+            s.create_team(new_team("", "ns/d")).err(),
+            s.rename_team(b.id, "A".into()).err(),
+            s.delete_team(b.id).err(),
+            s.put_ladder(a.id, ladder).err(),
+            s.create_switch(a.id, body("w")).err(),
+            s.update_switch(a.id, w.id, body("v")).err(),
+            s.update_switch(a.id, 999, body("x")).err(),
+            s.delete_switch(a.id, 999).err(),
+            s.delete_integration(a.id, 999).err(),
+            s.rename_integration(a.id, 999, "n".into()).err(),
+            s.set_open_incidents(999, 1).err(),
+            s.ingest("generic", "no-such-token", "k").err(),
+        ]
+        .into_iter()
+        .map(|e| e.expect("refused"))
+        .collect();
+        assert_eq!(refusals.len(), 13);
+        assert_eq!(s, before);
+    }
+
     #[test]
     fn ladder_resolves_usernames() {
         let mut s = Store::default();
