@@ -351,22 +351,28 @@ impl<F: ChildFactory> SupervisorState<F> {
     /// held longer than `wake_hold`; arms the timer for the next hold to end if some still wait.
     fn admit<H: Host<F>>(&mut self, myself: &H) {
         let now = self.config.clock.now();
-        // Entries of children that stopped since are dropped here too, when their hold would
-        // have ended: the queue holds at most the starts of one `wake_hold`.
-        while let Some(&(until, _, _)) = self.holds.front()
-            && until <= now
-        {
-            let Some((_, key, incarnation)) = self.holds.pop_front() else {
-                break;
-            };
-            if let Some(child) = self.children.get_mut(&key)
-                && child.incarnation == incarnation
-                && let Phase::Running(running) = &mut child.phase
-                && std::mem::take(&mut running.woken)
-            {
-                self.held -= 1;
+        // Holds that ended take their place back; entries of children that gave theirs back
+        // already are dropped once they reach the front, so the queue stays near `held`.
+        while let Some((until, key, incarnation)) = self.holds.front() {
+            let holder = self
+                .children
+                .get_mut(key)
+                .filter(|c| c.incarnation == *incarnation)
+                .and_then(|c| match &mut c.phase {
+                    Phase::Running(running) if running.woken => Some(running),
+                    _ => None,
+                });
+            match holder {
+                Some(running) if *until <= now => {
+                    running.woken = false;
+                    self.held -= 1;
+                }
+                Some(_) => break,
+                None => {}
             }
+            self.holds.pop_front();
         }
+        shrink(&mut self.holds);
         while self.held < self.config.wake_budget {
             let Some(key) = self.waiting.pop_front() else {
                 break;
@@ -390,6 +396,7 @@ impl<F: ChildFactory> SupervisorState<F> {
             }
             self.children.insert(key, child);
         }
+        shrink(&mut self.waiting);
         if let Some(ends) = self.hold_ends()
             && self.armed.as_ref().is_none_or(|(at, _)| ends < *at)
         {
@@ -710,6 +717,14 @@ impl<F: ChildFactory> SupervisorState<F> {
         let n = self.next_incarnation;
         self.next_incarnation += 1;
         n
+    }
+}
+
+/// A queue a burst grew (a relist queues every entry) gives its buffer back once it drained:
+/// a `VecDeque` keeps its largest capacity otherwise (~0.6 MB after 8,000 starts).
+fn shrink<T>(queue: &mut VecDeque<T>) {
+    if queue.capacity() > 64 && queue.len() < queue.capacity() / 4 {
+        queue.shrink_to(queue.len() * 2);
     }
 }
 
