@@ -57,6 +57,13 @@ pub struct Cli {
     #[arg(long, env = "TERDUT_PASSIVATE_AFTER", default_value = "2s", value_parser = parse_duration)]
     pub passivate_after: Duration,
 
+    /// TerdutTeam, and separately TerdutAlertSource, actors one TerdutServer's actor starts at
+    /// once when no change of their own asks for it (a relist, a dependency, an adoption):
+    /// bounds the actors alive, and so the memory, of a relist of thousands (ADR 0011).
+    #[arg(long, env = "TERDUT_WAKE_BUDGET", default_value_t = 1024,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub wake_budget: u32,
+
     /// Run leader election on a Lease, so that several replicas can run (only the leader acts).
     #[arg(long, env = "TERDUT_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
     pub leader_elect: bool,

@@ -35,6 +35,7 @@ async fn main() -> anyhow::Result<()> {
         test_hooks: cli.test_hooks,
         max_concurrent_passes: cli.max_concurrent_reconciles.into(),
         passivate_after: (!cli.passivate_after.is_zero()).then_some(cli.passivate_after),
+        wake_budget: usize::try_from(cli.wake_budget)?,
         selector: cli.selector.clone(),
         watch_namespace_selector: cli.watch_namespace_selector.clone(),
         watch_namespaces: cli

@@ -33,3 +33,11 @@ fn a_bad_cluster_domain_is_refused_at_start() {
     assert!(!ok, "{out}");
     assert!(out.contains("--cluster-domain"), "{out}");
 }
+
+#[test]
+fn a_wake_budget_of_zero_is_refused_at_start() {
+    // No start could ever run: every object would wait for a place for ever.
+    let (ok, out) = operator(&["--leader-elect=false", "--wake-budget", "0"]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("--wake-budget"), "{out}");
+}

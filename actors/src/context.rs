@@ -65,6 +65,10 @@ pub struct OperatorConfig {
     /// How long a converged team or alert-source actor with nothing due stays up before its
     /// host stops it and keeps only its entry (passivation, ADR 0008); `None` never.
     pub passivate_after: Option<Duration>,
+    /// How many team, and separately alert-source, actors one host starts at once for other
+    /// reasons than a change of their own object: a relist, a dependency, a new entry
+    /// (ADR 0011). Bounds the actors alive during a relist or an adoption of thousands.
+    pub wake_budget: usize,
 }
 
 impl Default for OperatorConfig {
@@ -82,6 +86,7 @@ impl Default for OperatorConfig {
             watch_namespace_selector: None,
             max_concurrent_passes: 256,
             passivate_after: Some(Duration::from_secs(2)),
+            wake_budget: 1024,
         }
     }
 }

@@ -362,6 +362,7 @@ pub async fn start_with(
         metrics: sup_metrics.clone(),
         jitter_seed: None,
         shutdown_timeout: Duration::from_secs(20),
+        wake_budget: opts.config.wake_budget,
         ..SupervisorConfig::default()
     };
     let setup = ChildSetup {

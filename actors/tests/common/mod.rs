@@ -106,6 +106,9 @@ pub fn test_config() -> OperatorConfig {
         // Short, so every test also runs with actors passivated between its steps and
         // brought back by events and deadlines.
         passivate_after: Some(Duration::from_secs(3)),
+        // Small, so every test also runs with starts queueing for a place (ADR 0011): a
+        // start the queue lost would hang a test.
+        wake_budget: 3,
         ..OperatorConfig::default()
     }
 }
