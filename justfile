@@ -152,6 +152,11 @@ bench *ARGS:
     cargo run -q --release -p terdut-bench -- {{ARGS}}
 
 
+# The RSS of the actor tree (a) and of the kube-runtime Controller baseline (b) after the same
+# cold start, each alone in a process (default 10,000 teams; e2e/bench-memory.sh; ~5 minutes).
+bench-memory *ARGS:
+    bash e2e/bench-memory.sh {{ARGS}}
+
 # The operator's own RSS at 1,000 and 10,000 teams and its peak during a relist, with the
 # release binary and the stand-in as separate processes (e2e/rss.py; takes ~15 minutes).
 bench-rss *ARGS: tools

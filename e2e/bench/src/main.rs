@@ -15,6 +15,7 @@
 
 mod controllers;
 mod fixtures;
+mod memory;
 mod rss;
 mod scrape;
 mod spawn_cost;
@@ -93,6 +94,15 @@ struct Args {
     /// Skip the relist measurement (an operator restart: every informer lists again).
     #[arg(long)]
     skip_relist: bool,
+    /// Only the memory of one runtime after its cold start, alone in this process: `a` (the
+    /// actor tree) or `b` (baseline (b)). `just bench-memory` runs both, each in a process of
+    /// its own; the result goes to `--out`.
+    #[arg(long, value_enum)]
+    memory_only: Option<memory::Variant>,
+    /// With `--memory-only`: seconds between convergence and the RSS reading (idle actors
+    /// passivate 2 s after their pass).
+    #[arg(long, default_value_t = 15)]
+    memory_settle_secs: u64,
     /// Where the raw results go.
     #[arg(long, default_value = ".tmp/bench/results.json")]
     out: PathBuf,
@@ -117,6 +127,15 @@ async fn main() -> anyhow::Result<()> {
     say("starting the control plane");
     let cp = ControlPlane::shared().await?;
     let client = cp.client().await?;
+    if let Some(variant) = args.memory_only {
+        let result = memory::measure(cp, &args, &client, variant).await?;
+        if let Some(dir) = args.out.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&args.out, serde_json::to_string_pretty(&result)?)?;
+        println!("{result}");
+        return Ok(());
+    }
     let ns = cp.namespace(&client, "bench").await?;
 
     // Baseline before anything of the operator exists: the bench's own client, runtime and
