@@ -861,6 +861,22 @@ fn go_idle(h: &Harness, k: &str) {
     );
 }
 
+/// A table with `budget` places held at most `hold`, and `keys` started one at a time (so each
+/// has a place) and passivated for an hour.
+async fn passive_children(keys: &[&str], budget: usize, hold: Duration) -> Harness {
+    let mut h = start_with(exact_policy(), |c| {
+        c.wake_budget = budget;
+        c.wake_hold = hold;
+    })
+    .await;
+    for &k in keys {
+        h.ensure(k, 1);
+        h.started(k).await;
+        h.passivate(k, Duration::from_secs(3600), 0).await;
+    }
+    h
+}
+
 /// The keys of the children started within `span`, in order.
 async fn starts_within(h: &mut Harness, span: Duration) -> Vec<String> {
     h.drain_for(span)
@@ -875,18 +891,8 @@ async fn starts_within(h: &mut Harness, span: Duration) -> Vec<String> {
 
 #[tokio::test(start_paused = true)]
 async fn a_relist_wakes_passive_children_a_budget_at_a_time_and_loses_none() {
-    let mut h = start_with(exact_policy(), |c| {
-        c.wake_budget = 2;
-        c.wake_hold = Duration::from_secs(600);
-    })
-    .await;
     let keys = ["ns/k0", "ns/k1", "ns/k2", "ns/k3", "ns/k4"];
-    // One at a time, so each start has a place (a burst of new ones waits too, below).
-    for k in keys {
-        h.ensure(k, 1);
-        h.started(k).await;
-        h.passivate(k, Duration::from_secs(3600), 0).await;
-    }
+    let mut h = passive_children(&keys, 2, Duration::from_secs(600)).await;
     // A relist says every object again, none of them changed.
     for k in keys {
         h.ensure(k, 1);
@@ -935,16 +941,7 @@ async fn a_relist_wakes_passive_children_a_budget_at_a_time_and_loses_none() {
 
 #[tokio::test(start_paused = true)]
 async fn a_woken_child_that_stays_up_gives_its_place_back_when_its_pass_is_done() {
-    let mut h = start_with(exact_policy(), |c| {
-        c.wake_budget = 1;
-        c.wake_hold = Duration::from_secs(600);
-    })
-    .await;
-    for k in [A, B] {
-        h.ensure(k, 1);
-        h.started(k).await;
-        h.passivate(k, Duration::from_secs(3600), 0).await;
-    }
+    let mut h = passive_children(&[A, B], 1, Duration::from_secs(600)).await;
     h.send(SupervisorMsg::NudgeAll);
     assert_eq!(starts_within(&mut h, Duration::from_secs(1)).await, [A]);
     // Twice: only the first gives a place back (b's, below, is not a's to give).
@@ -957,16 +954,7 @@ async fn a_woken_child_that_stays_up_gives_its_place_back_when_its_pass_is_done(
 
 #[tokio::test(start_paused = true)]
 async fn a_woken_child_that_never_goes_idle_holds_its_place_only_for_the_hold() {
-    let mut h = start_with(exact_policy(), |c| {
-        c.wake_budget = 1;
-        c.wake_hold = Duration::from_secs(60);
-    })
-    .await;
-    for k in [A, B] {
-        h.ensure(k, 1);
-        h.started(k).await;
-        h.passivate(k, Duration::from_secs(3600), 0).await;
-    }
+    let mut h = passive_children(&[A, B], 1, Duration::from_secs(60)).await;
     let t0 = Instant::now();
     h.send(SupervisorMsg::NudgeAll);
     let (_, a_at) = h.started(A).await;
