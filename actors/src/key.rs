@@ -5,23 +5,56 @@
 //! ordered (snapshots list children deterministically) and prints the way `kubectl` does.
 
 use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
 
 /// `namespace/name` of a namespaced object (all three CRDs are namespaced).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ObjectKey {
+///
+/// One allocation shared by every clone: the same key sits in the supervisor's table, its
+/// timer wheel, the routing index (twice per team: its entry and its server's fan-out) and the
+/// own-writes record, and at 10,000 idle teams two owned strings per copy were ~400 bytes per
+/// team (docs/performance.md run 18). Reads go through [`KeyParts`] (`key.namespace`).
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectKey(Arc<KeyParts>);
+
+/// The two parts of an [`ObjectKey`]; ordered by namespace first.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KeyParts {
     /// The object's namespace.
     pub namespace: String,
     /// The object's name.
     pub name: String,
 }
 
+impl Deref for ObjectKey {
+    type Target = KeyParts;
+
+    fn deref(&self) -> &KeyParts {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectKey")
+            .field("namespace", &self.namespace)
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
 impl ObjectKey {
     /// A key from its two parts.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self {
+        Self(Arc::new(KeyParts {
             namespace: namespace.into(),
             name: name.into(),
-        }
+        }))
+    }
+
+    /// Whether `other` is a clone of this key (the same allocation), not only equal to it.
+    pub fn shares_allocation(&self, other: &ObjectKey) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 
     /// The key of a watched object. A cluster-scoped object gets an empty namespace, which
@@ -47,5 +80,19 @@ mod tests {
         let b = ObjectKey::new("b", "a");
         assert_eq!(a.to_string(), "a/z");
         assert!(a < b);
+    }
+
+    #[test]
+    fn clones_share_one_allocation_and_compare_by_value() {
+        let a = ObjectKey::new("ns", "t");
+        let b = a.clone();
+        assert!(a.shares_allocation(&b));
+        let equal = ObjectKey::new("ns", "t");
+        assert_eq!(a, equal, "equal parts are equal keys");
+        assert!(!a.shares_allocation(&equal));
+        assert_eq!(
+            format!("{a:?}"),
+            r#"ObjectKey { namespace: "ns", name: "t" }"#
+        );
     }
 }

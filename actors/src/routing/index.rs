@@ -214,6 +214,7 @@ impl Index {
         facts: Option<TeamFacts>,
         own_version: bool,
     ) -> Vec<Command> {
+        let key = held_key(&self.teams, key);
         let mut out = vec![];
         let Some(now) = facts else {
             let Some(gone) = self.teams.remove(&key) else {
@@ -230,6 +231,8 @@ impl Index {
             self.place_sources_of(&key, true, &mut out);
             return out;
         };
+        let mut now = now;
+        now.server = self.shared_server_key(now.server);
         let before = self.teams.get(&key).map(|p| p.facts.clone());
         let own = own_write(
             own_version,
@@ -298,6 +301,7 @@ impl Index {
         facts: Option<SourceFacts>,
         own_version: bool,
     ) -> Vec<Command> {
+        let key = held_key(&self.sources, key);
         let mut out = vec![];
         let Some(now) = facts else {
             if let Some(gone) = self.sources.remove(&key) {
@@ -455,6 +459,16 @@ impl Index {
     }
 
     /// Where team `key` belongs now.
+    /// The key the index already holds for `server`, if any: every team of a server then
+    /// shares one key allocation (in its facts, its host and the fan-out) instead of one each.
+    fn shared_server_key(&self, server: ObjectKey) -> ObjectKey {
+        if self.servers.contains_key(&server) {
+            held_key(&self.servers, server)
+        } else {
+            held_key(&self.teams_of, server)
+        }
+    }
+
     fn team_host(&self, key: &ObjectKey, team: &TeamFacts) -> Host {
         let Some(server) = self.servers.get(&team.server) else {
             return Host::Holding;
@@ -552,6 +566,13 @@ impl Index {
 }
 
 /// The key of the team `name` an alert source `source` names (same namespace, §4.3).
+/// The key `map` already holds for `key`, if any: an event brings a new key, and the index,
+/// the commands it sends and the supervisors that keep them then share the first one.
+fn held_key<V>(map: &BTreeMap<ObjectKey, V>, key: ObjectKey) -> ObjectKey {
+    map.get_key_value(&key)
+        .map_or(key, |(held, _)| held.clone())
+}
+
 fn team_key(source: &ObjectKey, name: &str) -> ObjectKey {
     ObjectKey::new(source.namespace.clone(), name.to_owned())
 }

@@ -90,6 +90,50 @@ fn labelled(index: &mut Index, ns: &str, yes: bool) -> Vec<Command> {
 }
 
 #[test]
+fn the_teams_of_one_server_share_its_key_instead_of_holding_a_copy_each() {
+    let mut index = Index::default();
+    index.server(key(SERVER), Some(server(1)));
+    index.team(key("platform/a"), Some(team("1")), false);
+    index.team(key("platform/b"), Some(team("1")), false);
+    let (a, b) = (held_in(&index, "platform/a"), held_in(&index, "platform/b"));
+    assert_eq!(a, key(SERVER));
+    assert!(
+        a.shares_allocation(&b),
+        "one allocation for the server's key"
+    );
+    let (server_key, _) = index
+        .servers
+        .get_key_value(&key(SERVER))
+        .expect("the server");
+    assert!(a.shares_allocation(server_key));
+    // A team seen before its server shares the fan-out's key with the teams after it.
+    let mut index = Index::default();
+    index.team(key("platform/a"), Some(team("1")), false);
+    index.team(key("platform/b"), Some(team("1")), false);
+    assert!(held_in(&index, "platform/a").shares_allocation(&held_in(&index, "platform/b")));
+}
+
+#[test]
+fn a_new_event_for_a_known_team_reuses_its_key_in_the_commands_it_sends() {
+    let mut index = Index::default();
+    index.server(key(SERVER), Some(server(1)));
+    labelled(&mut index, "platform", true);
+    let first = key("platform/a");
+    index.team(first.clone(), Some(team("1")), false);
+    let out = index.team(key("platform/a"), Some(team("2")), false);
+    let Some(Command::Ensure { key: sent, .. }) = out.first() else {
+        panic!("a changed team is ensured: {out:?}");
+    };
+    assert!(sent.shares_allocation(&first));
+    let (held, _) = index.teams.get_key_value(&first).expect("the team");
+    assert!(held.shares_allocation(&first));
+}
+
+fn held_in(index: &Index, team: &str) -> ObjectKey {
+    index.teams[&key(team)].facts.server.clone()
+}
+
+#[test]
 fn a_team_whose_server_does_not_exist_is_held_and_moves_under_it_when_it_appears() {
     let mut index = Index::default();
     assert_eq!(

@@ -32,7 +32,9 @@ pub struct SupervisorState<F: ChildFactory> {
     config: SupervisorConfig,
     metrics: KindMetrics,
     rng: StdRng,
-    children: BTreeMap<ObjectKey, Child<F>>,
+    /// Boxed: a B-tree node holds 11 entries and is often half full, so an unboxed entry (~160
+    /// bytes) cost ~300 per child; boxed, ~190 (docs/performance.md run 18).
+    children: BTreeMap<ObjectKey, Box<Child<F>>>,
     /// Which key and incarnation a supervision event is about. Removed children are absent,
     /// so events from actors we stopped on purpose are recognised and ignored.
     by_actor: HashMap<ActorId, (ObjectKey, u64)>,
@@ -159,14 +161,20 @@ impl<F: ChildFactory> SupervisorState<F> {
         }
     }
 
+    /// Takes a child out for a transition, with the key the table holds for it (put it back
+    /// under that one: every copy of a key then shares one allocation, `ObjectKey`).
+    fn take(&mut self, key: &ObjectKey) -> Option<(ObjectKey, Box<Child<F>>)> {
+        self.children.remove_entry(key)
+    }
+
     /// `Ensure`: a new entry, or update the spec and nudge, or restart a failed child whose
     /// spec changed.
     fn ensure<H: Host<F>>(&mut self, myself: &H, key: ObjectKey, spec: F::Spec) {
-        let Some(mut child) = self.children.remove(&key) else {
+        let Some((key, mut child)) = self.take(&key) else {
             // A new entry starts through the wake queue: at once while the budget has room,
             // which it has but when a host adopts or a list brings thousands at once (an
             // operator or server actor starting over them, ADR 0011).
-            let mut child = Child {
+            let mut child = Box::new(Child {
                 spec: SpecCell::Value(spec),
                 tracker: RestartTracker::default(),
                 // Not started yet: no timer or report can name incarnation 0.
@@ -177,7 +185,7 @@ impl<F: ChildFactory> SupervisorState<F> {
                     keepsake: None,
                     waiting: false,
                 },
-            };
+            });
             self.metrics.passive.inc();
             self.queue_wake(&key, &mut child);
             self.children.insert(key, child);
@@ -211,7 +219,7 @@ impl<F: ChildFactory> SupervisorState<F> {
         due: Instant,
         keepsake: Keepsake,
     ) {
-        let Some(mut child) = self.children.remove(key) else {
+        let Some((key, mut child)) = self.take(key) else {
             return;
         };
         let idle = child.incarnation == incarnation
@@ -226,10 +234,10 @@ impl<F: ChildFactory> SupervisorState<F> {
                 waiting: false,
             };
             self.metrics.passive.inc();
-            self.schedule(myself, key, due);
+            self.schedule(myself, &key, due);
             tracing::debug!(kind = self.factory.kind(), %key, "passivated");
         }
-        self.children.insert(key.clone(), child);
+        self.children.insert(key, child);
     }
 
     /// `Wake`: queues every passive child whose pass is due for a start, and arms the timer for
@@ -242,7 +250,7 @@ impl<F: ChildFactory> SupervisorState<F> {
                 break;
             }
             self.wheel.pop_first();
-            let Some(mut child) = self.children.remove(&key) else {
+            let Some((key, mut child)) = self.take(&key) else {
                 continue;
             };
             if matches!(child.phase, Phase::Passive { due: Some(d), .. } if d == due) {
@@ -257,7 +265,7 @@ impl<F: ChildFactory> SupervisorState<F> {
     fn nudge_all(&mut self) {
         let keys: Vec<ObjectKey> = self.children.keys().cloned().collect();
         for key in keys {
-            let Some(mut child) = self.children.remove(&key) else {
+            let Some((key, mut child)) = self.take(&key) else {
                 continue;
             };
             match &child.phase {
@@ -377,7 +385,7 @@ impl<F: ChildFactory> SupervisorState<F> {
             let Some(key) = self.waiting.pop_front() else {
                 break;
             };
-            let Some(mut child) = self.children.remove(&key) else {
+            let Some((key, mut child)) = self.take(&key) else {
                 continue;
             };
             if matches!(child.phase, Phase::Passive { waiting: true, .. }) {
@@ -417,7 +425,7 @@ impl<F: ChildFactory> SupervisorState<F> {
 
     /// `Remove`: stop the child and forget it.
     pub fn remove(&mut self, key: &ObjectKey) {
-        let Some(child) = self.children.remove(key) else {
+        let Some((key, child)) = self.take(key) else {
             return;
         };
         tracing::info!(kind = self.factory.kind(), %key, "object removed; stopping its actor");
@@ -426,14 +434,14 @@ impl<F: ChildFactory> SupervisorState<F> {
 
     /// `Reset`: forget the history; start the child if it is not running.
     pub fn reset<H: Host<F>>(&mut self, myself: &H, key: &ObjectKey) {
-        let Some(mut child) = self.children.remove(key) else {
+        let Some((key, mut child)) = self.take(key) else {
             return;
         };
         child.tracker.reset();
         if !matches!(child.phase, Phase::Running(_)) {
-            self.restart(myself, key, &mut child);
+            self.restart(myself, &key, &mut child);
         }
-        self.children.insert(key.clone(), child);
+        self.children.insert(key, child);
     }
 
     /// `Forward`: deliver to a running child, counted in the depth gauge. A passive child is
@@ -446,9 +454,9 @@ impl<F: ChildFactory> SupervisorState<F> {
                 }
             }
             Some(Phase::Passive { .. }) => {
-                if let Some(mut child) = self.children.remove(key) {
-                    self.activate(myself, key, &mut child);
-                    self.children.insert(key.clone(), child);
+                if let Some((key, mut child)) = self.take(key) {
+                    self.activate(myself, &key, &mut child);
+                    self.children.insert(key, child);
                 }
             }
             _ => tracing::debug!(kind = self.factory.kind(), %key, "no running child; dropped"),
@@ -457,16 +465,16 @@ impl<F: ChildFactory> SupervisorState<F> {
 
     /// `RestartDue`: the backoff timer fired.
     pub fn restart_due<H: Host<F>>(&mut self, myself: &H, key: &ObjectKey, incarnation: u64) {
-        let Some(mut child) = self.children.remove(key) else {
+        let Some((key, mut child)) = self.take(key) else {
             tracing::debug!(kind = self.factory.kind(), %key, "restart timer for a removed child");
             return;
         };
         if child.incarnation == incarnation && matches!(child.phase, Phase::BackingOff { .. }) {
-            self.restart(myself, key, &mut child);
+            self.restart(myself, &key, &mut child);
         } else {
             tracing::debug!(kind = self.factory.kind(), %key, incarnation, "stale restart timer");
         }
-        self.children.insert(key.clone(), child);
+        self.children.insert(key, child);
     }
 
     /// A child incarnation failed: crashed, panicked, stopped on its own or failed to start.
@@ -478,7 +486,7 @@ impl<F: ChildFactory> SupervisorState<F> {
         incarnation: u64,
         error: String,
     ) {
-        let Some(mut child) = self.children.remove(key) else {
+        let Some((key, mut child)) = self.take(key) else {
             return;
         };
         let started_at = match &child.phase {
@@ -490,14 +498,14 @@ impl<F: ChildFactory> SupervisorState<F> {
             self.leave_phase(old, None);
             child.phase = self.after_failure(
                 myself,
-                key,
+                &key,
                 &mut child.tracker,
                 incarnation,
                 started_at,
                 error,
             );
         }
-        self.children.insert(key.clone(), child);
+        self.children.insert(key, child);
     }
 
     /// The key and incarnation of a supervised actor, if it is one we still care about.
