@@ -26,8 +26,9 @@ use tracing::debug;
 
 use crate::context::Ctx;
 use crate::key::ObjectKey;
+use crate::kind::Written;
 use crate::pass_limit::PassLimit;
-use crate::pipeline::{Driver, Memory, Pipeline};
+use crate::pipeline::{Driver, Keepsake, Memory, Pipeline};
 use crate::server::observe::team_server_key;
 use crate::source::Source;
 use crate::stores::NamespacedStores;
@@ -285,7 +286,10 @@ impl<K: ObjectKind> Actor for ObjectActor<K> {
             passes: 0,
             due: None,
             // A passivated incarnation's memory carries over; a restart starts afresh.
-            memory: child.take_keepsake::<Memory<K>>().unwrap_or_default(),
+            memory: child
+                .take_keepsake::<Keepsake<K>>()
+                .map(Memory::resume)
+                .unwrap_or_default(),
             child,
         })
     }
@@ -322,6 +326,13 @@ impl<K: ObjectKind> Actor for ObjectActor<K> {
                     state
                         .child
                         .report_idle(due, Box::new(state.memory.keepsake()));
+                    // The events of this object's own writes came in long before this idle
+                    // period ended: their record only costs memory now (~150 bytes per idle
+                    // object). A late one is taken for another writer's: one extra pass.
+                    self.driver
+                        .ctx
+                        .own_writes
+                        .forget(Written::Object(K::KIND), state.child.key());
                 }
                 return Ok(());
             }

@@ -21,10 +21,10 @@ use crate::write::{self, Managed};
 
 /// What the driver keeps for one object between passes.
 pub struct Memory<P: Pipeline> {
-    /// The object (by uid) this memory is about: a new object under an old name (deleted and
-    /// created again while the actor lived, or while a watch missed the delete) must not
-    /// inherit what the old one's passes learnt, e.g. the team id it owned (ADR 0007).
-    pub uid: Option<String>,
+    /// The object (by a hash of its uid) this memory is about: a new object under an old name
+    /// (deleted and created again while the actor lived, or while a watch missed the delete)
+    /// must not inherit what the old one's passes learnt, e.g. the team id it owned (ADR 0007).
+    pub uid: Option<u64>,
     pub streak: Streak,
     /// The status last written (see `write::status::stale_but_equal`).
     pub written: Option<<P::Object as Managed>::Status>,
@@ -43,18 +43,55 @@ impl<P: Pipeline> Default for Memory<P> {
     }
 }
 
+/// What a passivated actor hands to its next incarnation (its parent keeps it meanwhile): the
+/// streak and the kind's memory, not the status last written, since passivation comes an idle
+/// period after the last write, when the cache shows it. Its own type, without room for that
+/// status, since every passive object keeps one (~230 bytes less per idle team than a whole
+/// [`Memory`], docs/performance.md run 18).
+pub struct Keepsake<P: Pipeline> {
+    uid: Option<u64>,
+    streak: Streak,
+    kind: P::Memory,
+}
+
+impl<P: Pipeline> std::fmt::Debug for Keepsake<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keepsake")
+            .field("kind", &P::KIND)
+            .field("streak", &self.streak)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<P: Pipeline> Memory<P> {
-    /// What a passivated actor hands to its next incarnation: the streak and the kind's
-    /// memory. Not the status last written: passivation comes an idle period after the last
-    /// write, when the cache shows it.
-    pub fn keepsake(&self) -> Self {
-        Self {
-            uid: self.uid.clone(),
+    /// See [`Keepsake`].
+    pub fn keepsake(&self) -> Keepsake<P> {
+        Keepsake {
+            uid: self.uid,
             streak: self.streak.clone(),
-            written: None,
             kind: self.kind.clone(),
         }
     }
+
+    /// The memory a new incarnation starts with, from its predecessor's keepsake.
+    pub fn resume(keepsake: Keepsake<P>) -> Self {
+        Self {
+            uid: keepsake.uid,
+            streak: keepsake.streak,
+            written: None,
+            kind: keepsake.kind,
+        }
+    }
+}
+
+/// The hash [`Memory::uid`] holds: 8 bytes instead of the 36-character uid.
+fn uid_hash(uid: &Option<String>) -> Option<u64> {
+    use std::hash::{Hash as _, Hasher as _};
+    uid.as_ref().map(|uid| {
+        let mut h = std::hash::DefaultHasher::new();
+        uid.hash(&mut h);
+        h.finish()
+    })
 }
 
 impl<P: Pipeline> std::fmt::Debug for Memory<P> {
@@ -88,9 +125,10 @@ impl<P: Pipeline> Driver<P> {
     ) -> Duration {
         let ctx = &self.ctx;
         let kind = P::KIND.label();
-        if memory.uid != object.meta().uid {
+        let uid = uid_hash(&object.meta().uid);
+        if memory.uid != uid {
             *memory = Memory {
-                uid: object.meta().uid.clone(),
+                uid,
                 ..Memory::default()
             };
         }

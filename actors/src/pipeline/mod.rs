@@ -18,7 +18,7 @@ use std::future::Future;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-pub use driver::{Driver, Memory};
+pub use driver::{Driver, Keepsake, Memory};
 pub use next::{Next, Streak};
 
 use terdut_crds::v1alpha1::Management;
