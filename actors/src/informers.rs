@@ -30,6 +30,7 @@ use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
+use crate::cache_writer::CacheWriter;
 use crate::context::Stores;
 use crate::key::ObjectKey;
 use crate::routing::Listed;
@@ -446,12 +447,12 @@ fn informer<K>(
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
-    let (reader, writer) = reflector::store::<K>();
+    // Not `.reflect(writer)`: that holds the cache twice during every relist (cache_writer.rs).
+    let (mut writer, reader) = CacheWriter::<K>::new();
     let listed = reader.clone();
     let stream = watcher::watcher(api, cfg)
         .backoff(watch_backoff())
-        .modify(|o| slim(o.meta_mut()))
-        .reflect(writer);
+        .modify(|o| slim(o.meta_mut()));
     let kind = K::kind(&()).into_owned();
     let synced = synced.clone();
     tasks.push(Box::pin(async move {
@@ -459,6 +460,7 @@ where
         let mut first_list = true;
         let mut failing = Streak::default();
         while let Some(ev) = stream.next().await {
+            let ev = ev.map(|e| writer.apply(e));
             if ev.is_ok() {
                 failing.recovered(&kind, scope.as_deref());
             }

@@ -1,5 +1,6 @@
 //! Supervision, reconciliation and the terdut-server API client.
 pub mod api;
+pub mod cache_writer;
 pub mod census;
 pub mod clock;
 pub mod consent;
