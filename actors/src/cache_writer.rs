@@ -25,7 +25,6 @@ where
     K: Lookup<DynamicType = ()> + Resource<DynamicType = ()> + Clone + 'static,
 {
     writer: Writer<K>,
-    reader: Store<K>,
     /// Set once the first list is done.
     listed: bool,
     /// During a relist: the objects it brought so far.
@@ -54,7 +53,6 @@ where
         let reader = writer.as_reader();
         let this = Self {
             writer,
-            reader: reader.clone(),
             listed: false,
             relisted: None,
         };
@@ -90,7 +88,8 @@ where
             Event::InitDone => {
                 if let Some(seen) = self.relisted.take() {
                     for gone in self
-                        .reader
+                        .writer
+                        .as_reader()
                         .state()
                         .into_iter()
                         .filter(|o| !seen.contains(&ObjectKey::of(o.as_ref())))

@@ -11,8 +11,8 @@ use std::sync::Arc;
 /// `namespace/name` of a namespaced object (all three CRDs are namespaced).
 ///
 /// One allocation shared by every clone: the same key sits in the supervisor's table, its
-/// timer wheel, the routing index (twice per team: its entry and its server's fan-out) and the
-/// own-writes record, and at 10,000 idle teams two owned strings per copy were ~400 bytes per
+/// timer wheel and the routing index (twice per team: its entry and its server's fan-out), and
+/// at 10,000 idle teams two owned strings per copy were ~400 bytes per
 /// team (docs/performance.md run 18). Reads go through [`KeyParts`] (`key.namespace`).
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ObjectKey(Arc<KeyParts>);

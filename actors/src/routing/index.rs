@@ -216,7 +216,7 @@ impl Index {
     ) -> Vec<Command> {
         let key = held_key(&self.teams, key);
         let mut out = vec![];
-        let Some(now) = facts else {
+        let Some(mut now) = facts else {
             let Some(gone) = self.teams.remove(&key) else {
                 return out;
             };
@@ -231,7 +231,6 @@ impl Index {
             self.place_sources_of(&key, true, &mut out);
             return out;
         };
-        let mut now = now;
         now.server = self.shared_server_key(now.server);
         let before = self.teams.get(&key).map(|p| p.facts.clone());
         let own = own_write(
@@ -458,7 +457,6 @@ impl Index {
         dedup(out)
     }
 
-    /// Where team `key` belongs now.
     /// The key the index already holds for `server`, if any: every team of a server then
     /// shares one key allocation (in its facts, its host and the fan-out) instead of one each.
     fn shared_server_key(&self, server: ObjectKey) -> ObjectKey {
@@ -469,6 +467,7 @@ impl Index {
         }
     }
 
+    /// Where team `key` belongs now.
     fn team_host(&self, key: &ObjectKey, team: &TeamFacts) -> Host {
         let Some(server) = self.servers.get(&team.server) else {
             return Host::Holding;
@@ -565,7 +564,6 @@ impl Index {
     }
 }
 
-/// The key of the team `name` an alert source `source` names (same namespace, §4.3).
 /// The key `map` already holds for `key`, if any: an event brings a new key, and the index,
 /// the commands it sends and the supervisors that keep them then share the first one.
 fn held_key<V>(map: &BTreeMap<ObjectKey, V>, key: ObjectKey) -> ObjectKey {
@@ -573,6 +571,7 @@ fn held_key<V>(map: &BTreeMap<ObjectKey, V>, key: ObjectKey) -> ObjectKey {
         .map_or(key, |(held, _)| held.clone())
 }
 
+/// The key of the team `name` an alert source `source` names (same namespace, §4.3).
 fn team_key(source: &ObjectKey, name: &str) -> ObjectKey {
     ObjectKey::new(source.namespace.clone(), name.to_owned())
 }
