@@ -25,6 +25,7 @@ pub mod secrets;
 mod serve;
 pub mod state;
 pub mod store;
+mod team_lookup;
 pub mod validate;
 pub mod wire;
 

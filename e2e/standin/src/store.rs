@@ -13,18 +13,52 @@ use serde::{Deserialize, Serialize};
 use crate::admin::types::{AdminIntegration, AdminState, AdminTeam, KeyCheck};
 use crate::error::ContractError;
 use crate::secrets;
+use crate::team_lookup::TeamLookup;
 use crate::validate;
 use crate::wire::{
     CreatedIntegration, Id, Integration, Kind, Ladder, NewIntegration, NewTeam, Oidc, Switch,
     SwitchBody, Target, Team,
 };
 
-/// Everything the stand-in knows; persisted whole as JSON.
+/// Everything the stand-in knows; persisted whole as JSON (as [`StoreFile`]: the lookup is
+/// rebuilt on load).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "StoreFile", into = "StoreFile")]
 pub struct Store {
     next_id: Id,
     users: BTreeSet<String>,
     teams: BTreeMap<Id, TeamRec>,
+    lookup: TeamLookup,
+}
+
+/// The persisted part of a [`Store`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct StoreFile {
+    next_id: Id,
+    users: BTreeSet<String>,
+    teams: BTreeMap<Id, TeamRec>,
+}
+
+impl From<StoreFile> for Store {
+    fn from(file: StoreFile) -> Self {
+        let lookup = TeamLookup::of(file.teams.values().map(|t| &t.team));
+        Self {
+            next_id: file.next_id,
+            users: file.users,
+            teams: file.teams,
+            lookup,
+        }
+    }
+}
+
+impl From<Store> for StoreFile {
+    fn from(store: Store) -> Self {
+        Self {
+            next_id: store.next_id,
+            users: store.users,
+            teams: store.teams,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -85,9 +119,9 @@ impl Store {
     /// Whether a team other than `except` is called `name` (assumption: names compare exactly,
     /// case-sensitive).
     fn name_taken(&self, name: &str, except: Option<Id>) -> bool {
-        self.teams
-            .values()
-            .any(|t| t.team.name == name && Some(t.team.id) != except)
+        self.lookup
+            .by_name(name)
+            .is_some_and(|holder| Some(holder) != except)
     }
 
     // ---- teams ---------------------------------------------------------------------------
@@ -96,12 +130,8 @@ impl Store {
     /// else a name held by another team is `team_name_taken`, else a new team.
     pub fn create_team(&mut self, body: NewTeam) -> Result<TeamOutcome, ContractError> {
         validate::new_team(&body)?;
-        if let Some(existing) = self
-            .teams
-            .values()
-            .find(|t| t.team.external_id == body.external_id)
-        {
-            return Ok(TeamOutcome::Found(existing.team.clone()));
+        if let Some(existing) = self.lookup.by_external_id(&body.external_id) {
+            return Ok(TeamOutcome::Found(self.team(existing)?.team.clone()));
         }
         if self.name_taken(&body.name, None) {
             return Err(ContractError::TeamNameTaken);
@@ -113,6 +143,7 @@ impl Store {
             external_id: body.external_id,
             oidc: Oidc::default(),
         };
+        self.lookup.insert(&team);
         self.teams.insert(
             id,
             TeamRec {
@@ -136,7 +167,11 @@ impl Store {
         if self.name_taken(&name, Some(id)) {
             return Err(ContractError::TeamNameTaken);
         }
-        let rec = self.team_mut(id)?;
+        let rec = self
+            .teams
+            .get_mut(&id)
+            .ok_or(ContractError::NotFound(TEAM))?;
+        self.lookup.rename(id, &rec.team.name, &name);
         rec.team.name = name;
         Ok(rec.team.clone())
     }
@@ -155,7 +190,9 @@ impl Store {
         if self.team(id)?.open_incidents > 0 {
             return Err(ContractError::OpenIncidents);
         }
-        self.teams.remove(&id);
+        if let Some(gone) = self.teams.remove(&id) {
+            self.lookup.remove(&gone.team);
+        }
         Ok(())
     }
 
@@ -448,6 +485,36 @@ mod tests {
             TeamOutcome::Created(t) => t,
             TeamOutcome::Found(t) => panic!("found {t:?}"),
         }
+    }
+
+    /// Names and external ids are looked up, not scanned: a rename frees the old name, a
+    /// delete frees both, and a store read back from its file knows its teams again.
+    #[test]
+    fn names_and_external_ids_follow_renames_deletes_and_reloads() {
+        let mut s = Store::default();
+        let a = created(s.create_team(new_team("A", "ns/a")).unwrap());
+        s.rename_team(a.id, "A2".into()).unwrap();
+        let b = created(s.create_team(new_team("A", "ns/b")).unwrap());
+        assert_eq!(
+            s.create_team(new_team("A2", "ns/c")),
+            Err(ContractError::TeamNameTaken)
+        );
+        s.rename_team(b.id, "A".into()).unwrap();
+        s.delete_team(a.id).unwrap();
+        let c = created(s.create_team(new_team("A2", "ns/a")).unwrap());
+        assert_ne!(c.id, a.id);
+
+        let reloaded: Store = serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
+        assert_eq!(reloaded, s);
+        let mut reloaded = reloaded;
+        assert_eq!(
+            reloaded.create_team(new_team("x", "ns/b")).unwrap(),
+            TeamOutcome::Found(reloaded.get_team(b.id).unwrap())
+        );
+        assert_eq!(
+            reloaded.create_team(new_team("A2", "ns/z")),
+            Err(ContractError::TeamNameTaken)
+        );
     }
 
     #[test]
