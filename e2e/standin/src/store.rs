@@ -20,19 +20,20 @@ use crate::wire::{
     SwitchBody, Target, Team,
 };
 
-/// Everything the stand-in knows; persisted whole as JSON (as [`StoreFile`]: the lookup is
-/// rebuilt on load).
+/// Everything the stand-in knows; persisted whole as JSON, but for the lookup, which is
+/// rebuilt on load (through [`StoreFile`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(from = "StoreFile", into = "StoreFile")]
+#[serde(from = "StoreFile")]
 pub struct Store {
     next_id: Id,
     users: BTreeSet<String>,
     teams: BTreeMap<Id, TeamRec>,
+    #[serde(skip)]
     lookup: TeamLookup,
 }
 
-/// The persisted part of a [`Store`].
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// What a data file holds: a [`Store`] without its lookup.
+#[derive(Deserialize)]
 struct StoreFile {
     next_id: Id,
     users: BTreeSet<String>,
@@ -47,16 +48,6 @@ impl From<StoreFile> for Store {
             users: file.users,
             teams: file.teams,
             lookup,
-        }
-    }
-}
-
-impl From<Store> for StoreFile {
-    fn from(store: Store) -> Self {
-        Self {
-            next_id: store.next_id,
-            users: store.users,
-            teams: store.teams,
         }
     }
 }
@@ -167,13 +158,11 @@ impl Store {
         if self.name_taken(&name, Some(id)) {
             return Err(ContractError::TeamNameTaken);
         }
-        let rec = self
-            .teams
-            .get_mut(&id)
-            .ok_or(ContractError::NotFound(TEAM))?;
-        self.lookup.rename(id, &rec.team.name, &name);
-        rec.team.name = name;
-        Ok(rec.team.clone())
+        let rec = self.team_mut(id)?;
+        let old = std::mem::replace(&mut rec.team.name, name);
+        let team = rec.team.clone();
+        self.lookup.rename(id, &old, &team.name);
+        Ok(team)
     }
 
     pub fn set_oidc(&mut self, id: Id, oidc: Oidc) -> Result<Team, ContractError> {
@@ -504,9 +493,9 @@ mod tests {
         let c = created(s.create_team(new_team("A2", "ns/a")).unwrap());
         assert_ne!(c.id, a.id);
 
-        let reloaded: Store = serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
+        let mut reloaded: Store =
+            serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
         assert_eq!(reloaded, s);
-        let mut reloaded = reloaded;
         assert_eq!(
             reloaded.create_team(new_team("x", "ns/b")).unwrap(),
             TeamOutcome::Found(reloaded.get_team(b.id).unwrap())
