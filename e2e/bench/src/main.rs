@@ -948,11 +948,17 @@ async fn dispatch(
         }
     }
     let phase_end = Scrape::take(registry);
+    let (histogram, team) = ("actor_dispatch_seconds", &[("kind", "team")]);
+    let le_ms = |q| {
+        phase_end
+            .quantile_since(&phase_start, histogram, team, q)
+            .map(|s| s * 1000.0)
+    };
     let in_operator = json!({
-        "observed": phase_end.count_since(&phase_start, "actor_dispatch_seconds", &[("kind", "team")]),
-        "p50_le_ms": phase_end.quantile_since(&phase_start, "actor_dispatch_seconds", &[("kind", "team")], 0.5).map(|s| s * 1000.0),
-        "p99_le_ms": phase_end.quantile_since(&phase_start, "actor_dispatch_seconds", &[("kind", "team")], 0.99).map(|s| s * 1000.0),
-        "max_le_ms": phase_end.quantile_since(&phase_start, "actor_dispatch_seconds", &[("kind", "team")], 1.0).map(|s| s * 1000.0),
+        "observed": phase_end.count_since(&phase_start, histogram, team),
+        "p50_le_ms": le_ms(0.5),
+        "p99_le_ms": le_ms(0.99),
+        "max_le_ms": le_ms(1.0),
     });
     Ok(json!({
         "informer_event_to_pass_start": in_operator,
