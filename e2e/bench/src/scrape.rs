@@ -20,8 +20,9 @@ struct Sample {
 pub struct Scrape(Vec<Sample>);
 
 impl Scrape {
-    /// Encodes `registry` and parses it. Encoding a handful of families takes microseconds,
-    /// so polling this every millisecond (dispatch latency) is fine.
+    /// Encodes `registry` and parses it: every series of every family, a few hundred
+    /// microseconds of one worker thread, so not something to poll every millisecond while a
+    /// latency is measured (docs/performance.md run 22).
     pub fn take(registry: &Registry) -> Self {
         let mut text = String::new();
         // Encoding into a String cannot fail for the metric types the operator registers.
