@@ -267,10 +267,10 @@ impl OperatorMetrics {
         self.kube_writes_sum.inc();
     }
 
-    /// Passes of `kind` finished so far, whatever their outcome: one atomic read, cheap enough
-    /// to poll every millisecond without disturbing what is measured (`just bench`'s dispatch
-    /// step; encoding the registry that often took a worker thread from the operator's runtime,
-    /// docs/performance.md run 22).
+    /// Passes of `kind` finished so far, whatever their outcome: one lookup and an atomic read,
+    /// cheap enough to poll every millisecond without disturbing what is measured (`just
+    /// bench`'s dispatch step; encoding the registry that often took a worker thread from the
+    /// operator's runtime, docs/performance.md run 22).
     pub fn passes(&self, kind: &str) -> u64 {
         let label = KindLabel {
             kind: kind.to_owned(),
