@@ -178,6 +178,11 @@ build_pause() {
 }
 
 what="${1:-all}"
+# Two checkouts building at once would share $WORK's wrapper modules: builds take turns.
+if [ "$what" != path ]; then
+  exec 9>"$CACHE/build.lock"
+  flock 9
+fi
 case "$what" in
   all) build_etcd; build_kube; build_helm; build_promtool ;;
   core) build_etcd; build_kube ;;

@@ -47,6 +47,8 @@ pub struct NodeOptions {
 /// A running single-node cluster.
 #[derive(Debug)]
 pub struct NodeCluster {
+    /// Held for as long as this cluster lives: one node per machine ([`node_lock`]).
+    _lock: std::fs::File,
     cp: ControlPlane,
     layout: Layout,
     dir: PathBuf,
@@ -75,7 +77,9 @@ impl NodeCluster {
                 bail!("CNI plugin {p} is missing: apt-get install containernetworking-plugins");
             }
         }
+        let lock = node_lock().await?;
         let layout = Layout::default();
+        wait_for_leftover_teardown(&layout).await;
         if net::exists(&layout) {
             let pids = output(&["ip", "netns", "pids", &layout.netns])?;
             if !pids.trim().is_empty() {
@@ -99,7 +103,7 @@ impl NodeCluster {
         // From here on this process dying tears down whatever exists by then.
         process::watchdog_command(&teardown)?;
         let started = std::time::Instant::now();
-        let cluster = match Self::start_control_plane(layout, dir, cgroup).await {
+        let cluster = match Self::start_control_plane(lock, layout, dir, cgroup).await {
             Ok(c) => c,
             Err(e) => {
                 run_teardown(&teardown);
@@ -123,6 +127,7 @@ impl NodeCluster {
     /// The link, the certificates, etcd, kube-apiserver, kube-controller-manager and
     /// kube-scheduler, and the objects the node needs before any pod.
     async fn start_control_plane(
+        lock: std::fs::File,
         layout: Layout,
         dir: PathBuf,
         cgroup: String,
@@ -152,6 +157,7 @@ impl NodeCluster {
         })
         .await?;
         let cluster = Self {
+            _lock: lock,
             cp,
             layout,
             dir,
@@ -458,6 +464,64 @@ impl Tokens {
             format!("{},system:kube-proxy,uid-kube-proxy", self.kube_proxy),
             format!("{},system:coredns,uid-coredns", self.coredns),
         ]
+    }
+}
+
+/// The machine's one node (its names are fixed) is taken in turn: an exclusive lock on a file
+/// every run opens, waited for up to `TERDUT_NODE_WAIT_SECS` (default 1800), so a second run
+/// (another checkout's tests, a demo) queues instead of failing or tearing the first one down.
+/// The kernel drops the lock with the process that held it, however it ended.
+async fn node_lock() -> anyhow::Result<std::fs::File> {
+    let path = std::env::temp_dir().join("terdut-node.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let wait = std::env::var("TERDUT_NODE_WAIT_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1800u64);
+    let deadline = std::time::Instant::now() + Duration::from_secs(wait);
+    let mut said = false;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                if std::time::Instant::now() >= deadline {
+                    bail!(
+                        "another run holds this machine's node ({}) after {wait} s of waiting",
+                        path.display()
+                    );
+                }
+                if !said {
+                    eprintln!("[node] another run holds this machine's node; waiting for it");
+                    said = true;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", path.display()));
+            }
+        }
+    }
+}
+
+/// The run that held the lock before may have just died: its watchdog tears its node down
+/// within a few seconds of that. Give it the time before calling what is left a live node.
+async fn wait_for_leftover_teardown(layout: &Layout) {
+    for _ in 0..60 {
+        if !net::exists(layout) {
+            return;
+        }
+        let busy = output(&["ip", "netns", "pids", &layout.netns])
+            .map(|p| !p.trim().is_empty())
+            .unwrap_or(false);
+        if !busy {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 
