@@ -48,8 +48,9 @@ lint: tools
 krew:
     bash cli/krew/package.sh
 
-# RustSec advisories, nothing ignored: fetched where github.com answers, else offline from a
-# local snapshot of the database (e2e/advisories.sh, docs/adr/0003-supply-chain.md).
+# RustSec advisories, nothing ignored: fetched where github.com answers, else offline from the
+# snapshot the repository carries (e2e/advisories/; refresh: `bash e2e/advisories.sh refresh`;
+# docs/adr/0003-supply-chain.md).
 audit:
     bash e2e/advisories.sh
 
@@ -69,6 +70,13 @@ test: tools lint audit sbom
     TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/e2e-node.sh
     TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/chaos.sh
     just rbac-audit
+
+# Formatting, clippy and the unit tests (no control plane, no Go binaries): a minute or two warm.
+# The edit-test loop; `just test` is the whole suite.
+quick:
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets -- -D warnings
+    cargo test --workspace --lib --bins -q
 
 # The Argo CD checks' cases in gopher-lua, then kstatus (sigs.k8s.io/cli-utils) and the checks
 # on live objects (docs/gitops.md); both are also in `just test`.

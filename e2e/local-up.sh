@@ -12,6 +12,8 @@ export KUBECONFIG="$WORK/kubeconfig" KUBECTL="$BIN/kubectl" PROMTOOL="$BIN/promt
 # Honour CARGO_TARGET_DIR (a shared target dir) like cargo does.
 TARGET_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug"
 export TARGET_BIN STANDIN_BIN="$TARGET_BIN/terdut-standin" STANDIN_LOG="$WORK/standin.log"
+# The scenario writes the id of the stand-in it starts here, so cleanup stops exactly that one.
+export STANDIN_PID_FILE="$WORK/standin.pid"
 export METRICS_URL="http://127.0.0.1:${OPERATOR_HTTP_PORT:-9464}/metrics"
 export ADMIN_URL="http://127.0.0.1:8080"
 
@@ -19,9 +21,15 @@ echo "[up] building the operator, the stand-in and the local control plane launc
 cargo build -q -p terdut-operator -p terdut-standin -p terdut-testenv --bins
 
 PIDS=()
+# Stops what this script started, by id: the processes it started itself and the stand-in
+# whose id the scenario recorded.
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  pkill -f "terdut-standin --listen 127.0.0.1:8080" 2>/dev/null || true
+  local pid
+  pid=$(cat "$STANDIN_PID_FILE" 2>/dev/null || true)
+  if [ -n "$pid" ] && grep -qa terdut-standin "/proc/$pid/cmdline" 2>/dev/null; then
+    kill "$pid" 2>/dev/null || true
+  fi
 }
 trap cleanup EXIT
 

@@ -65,6 +65,12 @@ async fn start_standin(run: &Run) -> anyhow::Result<Standin> {
         .stderr(log_file)
         .spawn()
         .context("starting the stand-in")?;
+    // A signal ends this process without running `Drop`: the script that started it stops
+    // the stand-in by this id (e2e/local-up.sh), never by a pattern that would also match
+    // someone else's stand-in on this port.
+    if let Some(path) = std::env::var_os("STANDIN_PID_FILE") {
+        std::fs::write(path, child.id().to_string()).context("writing the stand-in's pid")?;
+    }
     let standin = Standin(child);
     let url = run.server_url().await?;
     wait::until("the stand-in", Duration::from_secs(30), || async {
