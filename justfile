@@ -30,6 +30,7 @@ tools: control-plane
 crds:
     cargo run -q -p terdut-crds --bin crdgen -- chart/terdut-operator/crds
 
+# Every file a document cites exists (e2e/docs/paths.py).
 # The chart's checks are e2e/chart/lint.sh: README freshness, helm-unittest, kube-score,
 # promtool on the alert rules, their unit tests and the dashboard's expressions.
 # The Argo CD health checks' cases (deploy/argocd) run in gopher-lua (docs/gitops.md).
@@ -38,6 +39,7 @@ lint: tools
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
     cargo run -q -p terdut-modules --bin module-cycles -- actors/src/lib.rs crds/src/lib.rs src/main.rs cli/src/lib.rs e2e/standin/src/lib.rs e2e/harness/src/lib.rs e2e/runner/src/main.rs e2e/runner/src/chaos/main.rs
+    python3 e2e/docs/paths.py
     {{bin}}/helm lint chart/terdut-operator
     {{bin}}/helm lint chart/terdut-operator -f chart/terdut-operator/ci/all-features-values.yaml
     bash e2e/chart/lint.sh

@@ -11,6 +11,7 @@ pub mod informers;
 pub mod key;
 pub mod kind;
 pub mod kube_clients;
+pub mod names;
 pub mod object_actor;
 pub mod operator;
 pub mod pacing;

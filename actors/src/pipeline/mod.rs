@@ -31,8 +31,7 @@ use crate::tree::Parent;
 use crate::write::Managed;
 use crate::write::shared::PausedBy;
 
-/// The annotation that pauses any of the three kinds (`"true"`).
-pub const PAUSE_ANNOTATION: &str = "terdut.ryuvia.com/paused";
+pub use crate::names::PAUSE_ANNOTATION;
 
 /// Whether `object`'s own annotation pauses it.
 pub fn paused_by_annotation<K: kube::Resource>(object: &K) -> bool {

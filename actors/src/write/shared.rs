@@ -36,7 +36,7 @@ impl PausedBy {
                 "reconciliation is paused by the annotation {}=\"true\": nothing is written to \
                  the server or to Kubernetes for this {kind}; remove it to resume (deleting the \
                  {kind} still cleans up, unless spec.deletionPolicy is Orphan)",
-                crate::pipeline::PAUSE_ANNOTATION
+                crate::names::PAUSE_ANNOTATION
             ),
             Self::Team(team) => format!(
                 "its TerdutTeam {team} is paused, so nothing is written to the server for this \

@@ -156,6 +156,15 @@ impl<'ast> Visit<'ast> for Paths<'_> {
         }
     }
 
+    // A macro's arguments are tokens, not syntax (`matches!(x, crate::a::B)`,
+    // `format!("{}", crate::a::NAME)`): the paths in them are found in the tokens.
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        for segments in token_paths(m.tokens.clone()) {
+            self.written(segments);
+        }
+        syn::visit::visit_macro(self, m);
+    }
+
     fn visit_path(&mut self, p: &'ast syn::Path) {
         let segments: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
         if segments
@@ -166,6 +175,48 @@ impl<'ast> Visit<'ast> for Paths<'_> {
         }
         syn::visit::visit_path(self, p);
     }
+}
+
+/// Every `crate::a::b`, `super::a` or `self::a` path written in `tokens`, at any depth of
+/// brackets.
+fn token_paths(tokens: proc_macro2::TokenStream) -> Vec<Vec<String>> {
+    use proc_macro2::TokenTree;
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut out = vec![];
+    let mut i = 0;
+    while i < trees.len() {
+        match &trees[i] {
+            TokenTree::Group(g) => {
+                out.extend(token_paths(g.stream()));
+                i += 1;
+            }
+            TokenTree::Ident(id)
+                if ["crate", "super", "self"].contains(&id.to_string().as_str()) =>
+            {
+                let mut segments = vec![id.to_string()];
+                let mut j = i + 1;
+                // `::` is two `:` puncts; then the next segment.
+                while let (
+                    Some(TokenTree::Punct(a)),
+                    Some(TokenTree::Punct(b)),
+                    Some(TokenTree::Ident(next)),
+                ) = (trees.get(j), trees.get(j + 1), trees.get(j + 2))
+                {
+                    if a.as_char() != ':' || b.as_char() != ':' {
+                        break;
+                    }
+                    segments.push(next.to_string());
+                    j += 3;
+                }
+                if segments.len() > 1 {
+                    out.push(segments);
+                }
+                i = j;
+            }
+            _ => i += 1,
+        }
+    }
+    out
 }
 
 impl Crate {
@@ -514,6 +565,21 @@ mod tests {
         );
         assert_eq!(krate.resolve(&m("user"), &m("kube::Api")), None);
         assert!(krate.cycles().is_empty());
+    }
+
+    #[test]
+    fn paths_inside_macro_arguments_count() {
+        let krate = Crate::from_sources(&[
+            ("", "mod a; mod b;"),
+            ("a", "pub const N: &str = \"n\"; fn f() { let _ = crate::b::B; }"),
+            (
+                "b",
+                "pub struct B; fn g(x: &str) -> bool { matches!(x, crate::a::N) || { tracing::info!(n = %crate::a::N); true } }",
+            ),
+        ])
+        .unwrap();
+        let cycles = krate.cycles();
+        assert_eq!(cycles.len(), 1, "{cycles:?}");
     }
 
     #[test]
