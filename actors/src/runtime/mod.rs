@@ -5,9 +5,13 @@
 pub mod event_series;
 pub mod events;
 pub mod exposition;
+pub mod faults;
+pub mod health;
 pub mod heap_stats;
+pub mod hook_http;
 pub mod http;
 pub mod leader;
 pub mod metrics;
 pub mod shutdown;
 pub mod telemetry;
+pub mod watchdog;
