@@ -51,9 +51,11 @@ async fn setup(prefix: &str) -> (kube::Client, String, RunningOperator) {
 /// became of the part: what follows checks what a user sees.
 async fn kill(op: &RunningOperator, part: &str, fault: Fault) {
     op.faults().arm(part, fault).unwrap();
-    eventually(&format!("the {fault:?} fault on {part} fired"), WAIT, || async {
-        op.faults().peek(part).is_none().then_some(())
-    })
+    eventually(
+        &format!("the {fault:?} fault on {part} fired"),
+        WAIT,
+        || async { op.faults().peek(part).is_none().then_some(()) },
+    )
     .await;
 }
 
