@@ -752,7 +752,7 @@ async fn forced_resync(
     for key in servers.children.keys() {
         running
             .tree
-            .servers
+            .servers()
             .cast(SupervisorMsg::Forward(key.clone(), ServerMsg::Resync))?;
     }
     // Every team and source actor, under whichever host it lives.
