@@ -1,6 +1,7 @@
 //! Operator-process infrastructure: HTTP endpoints and metrics, logging, leader election,
-//! Kubernetes Events, graceful shutdown and the allocator's figures. Nothing here knows about
-//! terdut resources.
+//! Kubernetes Events, graceful shutdown, the allocator's figures, and liveness (the parts'
+//! health table, the stall watchdog, the test hooks). Nothing here knows about terdut
+//! resources.
 
 pub mod event_series;
 pub mod events;
