@@ -122,11 +122,12 @@ pub struct Cli {
     #[arg(long, env = "TERDUT_TEST_HOOKS", default_value_t = false, hide = true)]
     pub test_hooks: bool,
 
-    /// Where the test hooks listen (with --test-hooks): a loopback address, or refused.
+    /// Where the test hooks listen (with --test-hooks): a loopback address, or refused. Port 0
+    /// (the default) takes a free one and logs it, so processes side by side do not collide.
     #[arg(
         long,
         env = "TERDUT_TEST_HOOKS_ADDR",
-        default_value = "127.0.0.1:8081",
+        default_value = "127.0.0.1:0",
         hide = true
     )]
     pub test_hooks_addr: SocketAddr,

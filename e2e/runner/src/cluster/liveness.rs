@@ -21,7 +21,7 @@ use crate::reach::Forwards;
 use crate::run::Run;
 use crate::wait;
 
-/// The operator's default `--test-hooks-addr` port, and its HTTP port (the chart's).
+/// The port of the test hooks (`--test-hooks-addr`, set here), and the HTTP port (the chart's).
 const HOOKS_PORT: u16 = 8081;
 const HTTP_PORT: u16 = 8080;
 
@@ -61,6 +61,10 @@ pub async fn check(run: &Run, helm: &Helm) -> anyhow::Result<()> {
         "--reuse-values",
         "--set",
         "extraArgs[0]=--test-hooks",
+        "--set",
+        "extraArgs[1]=--test-hooks-addr",
+        "--set",
+        &format!("extraArgs[2]=127.0.0.1:{HOOKS_PORT}"),
         "--wait",
         "--timeout",
         "3m",
