@@ -47,14 +47,24 @@ async fn setup(prefix: &str) -> (kube::Client, String, RunningOperator) {
     (client, ns, op)
 }
 
-/// Arms a one-shot `fault` on `part` and waits until it fired (the hook took it), whatever
-/// became of the part: what follows checks what a user sees.
+/// Arms a one-shot `fault` on `part` and waits until the part's incarnation has ended (its
+/// supervisor saw it go, whatever it then did): what follows checks what a user sees.
+///
+/// Not merely until the hook took the fault: a panic's hook (a backtrace, symbolised in a
+/// debug build) can take seconds before the unwinding ends the part, and a change made
+/// meanwhile would reach the old incarnation and prove nothing.
 async fn kill(op: &RunningOperator, part: &str, fault: Fault) {
+    let before = op.health().part(part).unwrap();
+    assert_eq!(before.state, PartState::Up, "{}", op.health().report().body);
     op.faults().arm(part, fault).unwrap();
     eventually(
-        &format!("the {fault:?} fault on {part} fired"),
+        &format!("{part} ended by the {fault:?} fault"),
         WAIT,
-        || async { op.faults().peek(part).is_none().then_some(()) },
+        || async {
+            let now = op.health().part(part)?;
+            let ended = now.state != PartState::Up || now.restarts > before.restarts;
+            (op.faults().peek(part).is_none() && ended).then_some(())
+        },
     )
     .await;
 }
