@@ -61,7 +61,7 @@ async fn main() -> anyhow::Result<()> {
     let heap_metrics = HeapMetrics::register(&mut registry);
     let readiness = Readiness::default();
     // The truth /healthz tells: the leader's parts, as their supervisors and the stall
-    // watchdog see them (docs/adr/0013-liveness.md).
+    // watchdog see them (docs/adr/0017-liveness.md).
     let health = Health::default();
     let serve_stop = stop.clone();
     let (addr, _http) = http::spawn(

@@ -1,4 +1,4 @@
-//! The binary's end of liveness (docs/adr/0013-liveness.md), against a real kube-apiserver:
+//! The binary's end of liveness (docs/adr/0017-liveness.md), against a real kube-apiserver:
 //! a part dead for good ends the process non-zero with the Lease handed over, and a stalled
 //! part fails `/healthz` by name. The faults are armed through the test hooks' listener, as
 //! the node scenario arms them.

@@ -70,7 +70,7 @@ pub struct OperatorConfig {
     /// (ADR 0011). Bounds the actors alive during a relist or an adoption of thousands.
     pub wake_budget: usize,
     /// How long the root supervisor, the holding host or the routing writer may leave a
-    /// message unanswered before `/healthz` fails (a stall, docs/adr/0013-liveness.md).
+    /// message unanswered before `/healthz` fails (a stall, docs/adr/0017-liveness.md).
     pub stall_after: Duration,
 }
 

@@ -7,7 +7,7 @@
 //! - a webhook Secret: its alert source, by its owner reference;
 //! - Namespace labels (consent, §4.6).
 //!
-//! Each watch is a supervised part (`supervisor/part.rs`, docs/adr/0013-liveness.md): an
+//! Each watch is a supervised part (`supervisor/part.rs`, docs/adr/0017-liveness.md): an
 //! incarnation that panics or ends is started again as a fresh watcher over the same cache,
 //! which is a relist (`cache_writer.rs` applies it in place).
 

@@ -13,7 +13,7 @@
 //! supervised (`supervisor/part.rs`): restarted with backoff when it panics or ends, dead for
 //! good past its restart limit ([`RunningOperator::failed`]); the stall watchdog asks the
 //! root, the holding host and the writer a question every few seconds. `/healthz` reports
-//! both (docs/adr/0013-liveness.md).
+//! both (docs/adr/0017-liveness.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

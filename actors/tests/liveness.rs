@@ -1,4 +1,4 @@
-//! Liveness that tells the truth (docs/adr/0013-liveness.md), against a real kube-apiserver
+//! Liveness that tells the truth (docs/adr/0017-liveness.md), against a real kube-apiserver
 //! and the stand-in: each long-lived part of the leader is killed through the test hooks
 //! (panicked, or ended as if its task returned) and the objects converge again; a part that
 //! keeps failing is dead for good and `/healthz` names it; a part that stalls fails `/healthz`

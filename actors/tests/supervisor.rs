@@ -515,7 +515,7 @@ async fn remove_stops_the_child_and_it_is_not_restarted() {
 
 #[tokio::test(start_paused = true)]
 async fn retain_stops_every_child_it_does_not_name_and_ping_answers() {
-    // What a restarted routing writer sends each host (docs/adr/0013-liveness.md).
+    // What a restarted routing writer sends each host (docs/adr/0017-liveness.md).
     let mut h = start(exact_policy()).await;
     h.ensure(A, 1);
     h.ensure(B, 1);

@@ -1,4 +1,4 @@
-//! Test hooks that kill or stall a long-lived part of the leader (docs/adr/0013-liveness.md):
+//! Test hooks that kill or stall a long-lived part of the leader (docs/adr/0017-liveness.md):
 //! the tests prove that each part is restarted, or fails liveness, by doing it to them.
 //!
 //! Compiled in, inert unless the operator runs with `--test-hooks`: [`Faults::default`] arms

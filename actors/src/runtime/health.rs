@@ -1,7 +1,7 @@
 //! What `/healthz` answers: the state of every long-lived part of the leader (the root
 //! supervisor, the holding host, the routing writer, each watch, the census), as their
 //! supervisors (`supervisor/part.rs`) and the stall watchdog (`runtime/watchdog.rs`) record it
-//! (docs/adr/0013-liveness.md).
+//! (docs/adr/0017-liveness.md).
 //!
 //! A part that is up or restarting with backoff is live: the operator is handling it. A part
 //! that failed for good (past its restart limit) or that stalled (alive, yet leaving a

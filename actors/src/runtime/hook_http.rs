@@ -1,4 +1,4 @@
-//! The test hooks' listener (`--test-hooks` only; docs/adr/0013-liveness.md): how a test
+//! The test hooks' listener (`--test-hooks` only; docs/adr/0017-liveness.md): how a test
 //! outside the process arms a fault on a part of the leader. Bound to a loopback address and
 //! refused on any other, so only the pod itself reaches it (in a cluster: `kubectl
 //! port-forward`, which needs `pods/portforward` in the operator's namespace).

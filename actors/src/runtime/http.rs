@@ -2,7 +2,7 @@
 //!
 //! Liveness (`/healthz`) is the [`Health`] table's verdict (`runtime/health.rs`): 200 while
 //! every part of the leader is up or being restarted, 503 naming the part that failed for
-//! good or stalled, so the kubelet restarts the pod (docs/adr/0013-liveness.md). A standby
+//! good or stalled, so the kubelet restarts the pod (docs/adr/0017-liveness.md). A standby
 //! runs no part and is as live as this server.
 //!
 //! Readiness policy (a decision, not an accident): the leader is ready once its caches have

@@ -1,4 +1,4 @@
-//! The stall watchdog (docs/adr/0013-liveness.md): a part that is alive but no longer takes
+//! The stall watchdog (docs/adr/0017-liveness.md): a part that is alive but no longer takes
 //! its messages (a handler that never returns, a lock never released) stops reconciling as
 //! surely as one that crashed, and no supervisor sees it end. So every few seconds each
 //! probed part is asked a question that goes through its mailbox, behind whatever waits

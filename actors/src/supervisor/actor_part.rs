@@ -1,5 +1,5 @@
 //! A host actor as a [`Part`]: the root supervisor and the holding host, which ractor alone
-//! would not restart (docs/adr/0013-liveness.md).
+//! would not restart (docs/adr/0017-liveness.md).
 //!
 //! Each incarnation is spawned linked to a witness, an actor with no work of its own, so its
 //! end reaches the loop as ractor reports it: a panic in a handler (`ActorFailed`, with the

@@ -32,7 +32,7 @@ use crate::runtime::faults::FaultPoint;
 pub struct KeyedSupervisor<F: ChildFactory> {
     factory: Arc<F>,
     config: SupervisorConfig,
-    /// Test hooks only: where an armed fault meets the supervisor (docs/adr/0013-liveness.md).
+    /// Test hooks only: where an armed fault meets the supervisor (docs/adr/0017-liveness.md).
     fault: FaultPoint,
 }
 

@@ -66,7 +66,7 @@ pub enum SupervisorMsg<F: ChildFactory> {
     /// on changed: their server's credentials, its data).
     NudgeAll,
     /// Remove every child whose key is not in the set: a restarted routing writer tells each
-    /// host what its rebuilt index places there (docs/adr/0013-liveness.md).
+    /// host what its rebuilt index places there (docs/adr/0017-liveness.md).
     Retain(std::collections::BTreeSet<ObjectKey>),
     /// Answer at once: the stall watchdog's question (`runtime/watchdog.rs`).
     Ping(RpcReplyPort<()>),

@@ -1,6 +1,6 @@
 //! The supervisor of the leader's long-lived parts, the ones there is one of: the root
 //! supervisor, the holding host, the routing writer, each watch, the census
-//! (docs/adr/0013-liveness.md). The per-object children have their tables (`state.rs`); these
+//! (docs/adr/0017-liveness.md). The per-object children have their tables (`state.rs`); these
 //! have this loop, with the same [`RestartPolicy`]:
 //!
 //! - an incarnation that panics (caught), returns, or fails is started again after the

@@ -6,7 +6,7 @@
 //! It does no IO and has no failing path: a child's failure is its table's business, and the
 //! host itself never returns an error. Should it panic all the same (a bug), the operator
 //! spawns it again and it adopts its children from the routing index (`supervisor/
-//! actor_part.rs`, docs/adr/0013-liveness.md).
+//! actor_part.rs`, docs/adr/0017-liveness.md).
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 

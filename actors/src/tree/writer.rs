@@ -3,7 +3,7 @@
 //! events and hosts' adoption requests are handled in order, so a host that (re)starts adopts
 //! exactly the children the index places under it, and every later event reaches it.
 //!
-//! It is a supervised part (`supervisor/part.rs`, docs/adr/0013-liveness.md): the channel
+//! It is a supervised part (`supervisor/part.rs`, docs/adr/0017-liveness.md): the channel
 //! outlives an incarnation that panics, and the next one rebuilds its index from the caches
 //! (each object in them was also sent here, so nothing it lacks is news), tells every host
 //! which children it places there (a move the lost message made is undone), and goes on

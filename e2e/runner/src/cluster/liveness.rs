@@ -1,4 +1,4 @@
-//! Liveness in pods (docs/reliability.md "Liveness", docs/adr/0013-liveness.md): the leader's
+//! Liveness in pods (docs/reliability.md "Liveness", docs/adr/0017-liveness.md): the leader's
 //! routing writer is stalled through the test hooks; its `/healthz` fails naming it, the
 //! kubelet restarts that container after the chart's liveness probe failed three times, and a
 //! change made meanwhile reaches the server (the standby takes over when the stalled leader
