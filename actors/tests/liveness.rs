@@ -163,7 +163,7 @@ async fn a_panicked_root_restarts_the_server_actors_and_their_teams_converge() {
     rename_converges(&api, &standin, &ns, "r", "R, again").await;
     let now = op.tree.registry.get(&server).map(|a| a.get_id());
     assert!(now.is_some_and(|id| id != before), "a new server actor");
-    says_restarted(&op, "root", 1, Ended::Failed);
+    says_restarted(&op, "root", 1, Ended::Panicked);
     let snap = terdut_actors::supervisor::snapshot(&op.tree.servers(), Duration::from_secs(5))
         .await
         .unwrap();

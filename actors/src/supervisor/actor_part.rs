@@ -126,12 +126,17 @@ impl<S: ActorSpec> Part for ActorPart<S> {
                     ended.await
                 }
             };
-            let why = ended.unwrap_or_else(|_| Some("its witness went away".into()));
+            let ended =
+                ended.unwrap_or_else(|_| End::Stopped(Some("its witness went away".into())));
             witness.stop(None);
             self.running = None;
-            match why {
-                Some(why) => Err(why),
-                None => Ok(()),
+            match ended {
+                // Its handlers never return an error, so a failure is a panic in one (ractor
+                // caught it in the actor's task): raised again here, the part loop records it
+                // as the panic it was. `resume_unwind` runs no panic hook: logged once.
+                End::Panicked(why) => std::panic::resume_unwind(Box::new(why)),
+                End::Stopped(Some(why)) => Err(why),
+                End::Stopped(None) => Ok(()),
             }
         })
     }
@@ -154,14 +159,23 @@ impl<S: ActorSpec> Part for ActorPart<S> {
     }
 }
 
+/// How an actor part's incarnation ended, as its witness saw it.
+#[derive(Debug)]
+enum End {
+    /// ractor reported it failed: a panic in a handler, with the panic's message.
+    Panicked(String),
+    /// It stopped, with the reason it gave (`None`: none, as an actor that ends on its own).
+    Stopped(Option<String>),
+}
+
 /// Linked above an actor part's incarnation: reports how it ended, then stops.
 #[derive(Debug)]
 struct Witness;
 
 impl Actor for Witness {
     type Msg = ();
-    type State = Option<oneshot::Sender<Option<String>>>;
-    type Arguments = Option<oneshot::Sender<Option<String>>>;
+    type State = Option<oneshot::Sender<End>>;
+    type Arguments = Option<oneshot::Sender<End>>;
 
     async fn pre_start(
         &self,
@@ -177,14 +191,13 @@ impl Actor for Witness {
         event: SupervisionEvent,
         tx: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let why = match event {
-            SupervisionEvent::ActorFailed(_, err) => Some(err.to_string()),
-            SupervisionEvent::ActorTerminated(_, _, reason) => reason,
+        let end = match event {
+            SupervisionEvent::ActorFailed(_, err) => End::Panicked(err.to_string()),
+            SupervisionEvent::ActorTerminated(_, _, reason) => End::Stopped(reason),
             _ => return Ok(()),
         };
-        // `None`: it stopped without a reason, the part loop counts that as an end.
         if let Some(tx) = tx.take() {
-            let _ = tx.send(why);
+            let _ = tx.send(end);
         }
         myself.stop(None);
         Ok(())
