@@ -64,6 +64,13 @@ pub struct Cli {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub wake_budget: u32,
 
+    /// How long the root supervisor, the holding host or the routing writer may leave a
+    /// message unanswered before /healthz fails and the kubelet restarts the pod (a stall;
+    /// docs/reliability.md "Liveness").
+    #[arg(long, env = "TERDUT_LIVENESS_STALL_AFTER", default_value = "30s",
+          value_parser = parse_duration)]
+    pub liveness_stall_after: Duration,
+
     /// Run leader election on a Lease, so that several replicas can run (only the leader acts).
     #[arg(long, env = "TERDUT_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
     pub leader_elect: bool,
@@ -110,9 +117,20 @@ pub struct Cli {
     #[arg(long, env = "TERDUT_LOG_LEVEL", default_value = "info")]
     pub log_level: String,
 
-    /// Test-only fault injection by annotation. Never enable in production.
+    /// Test-only fault injection by annotation, and on the operator's own parts through a
+    /// listener on --test-hooks-addr. Never enable in production.
     #[arg(long, env = "TERDUT_TEST_HOOKS", default_value_t = false, hide = true)]
     pub test_hooks: bool,
+
+    /// Where the test hooks listen (with --test-hooks): a loopback address, or refused. Port 0
+    /// (the default) takes a free one and logs it, so processes side by side do not collide.
+    #[arg(
+        long,
+        env = "TERDUT_TEST_HOOKS_ADDR",
+        default_value = "127.0.0.1:0",
+        hide = true
+    )]
+    pub test_hooks_addr: SocketAddr,
 }
 
 fn default_identity() -> String {

@@ -11,7 +11,10 @@ use terdut_actors::clock::SystemClock;
 use terdut_actors::context::OperatorConfig;
 use terdut_actors::kube_clients::KubeClients;
 use terdut_actors::operator::{self, Metrics, StartOptions};
+use terdut_actors::runtime::faults::Faults;
+use terdut_actors::runtime::health::Health;
 use terdut_actors::runtime::heap_stats::{self, HeapMetrics};
+use terdut_actors::runtime::hook_http;
 use terdut_actors::runtime::http::{self, Readiness};
 use terdut_actors::runtime::leader::{LeaderElector, LeaseTimings};
 use terdut_actors::runtime::{shutdown, telemetry};
@@ -38,6 +41,7 @@ async fn main() -> anyhow::Result<()> {
         wake_budget: usize::try_from(cli.wake_budget)?,
         selector: cli.selector.clone(),
         watch_namespace_selector: cli.watch_namespace_selector.clone(),
+        stall_after: cli.liveness_stall_after,
         watch_namespaces: cli
             .watch_namespaces
             .iter()
@@ -56,15 +60,33 @@ async fn main() -> anyhow::Result<()> {
     let metrics = Metrics::register(&mut registry);
     let heap_metrics = HeapMetrics::register(&mut registry);
     let readiness = Readiness::default();
+    // The truth /healthz tells: the leader's parts, as their supervisors and the stall
+    // watchdog see them (docs/adr/0017-liveness.md).
+    let health = Health::default();
     let serve_stop = stop.clone();
     let (addr, _http) = http::spawn(
         cli.http_addr,
         Arc::new(registry),
         readiness.clone(),
+        health.clone(),
         async move { serve_stop.cancelled().await },
     )
     .await?;
     tracing::info!(%addr, "serving /metrics, /healthz, /readyz");
+    let faults = if cli.test_hooks {
+        let faults = Faults::enabled();
+        let (addr, _) = hook_http::spawn(
+            cli.test_hooks_addr,
+            faults.clone(),
+            health.clone(),
+            stop.clone(),
+        )
+        .await?;
+        tracing::warn!(%addr, "test hooks on: faults can be armed on the operator's parts");
+        faults
+    } else {
+        Faults::default()
+    };
     // RSS stays near its peak after passivation; these tell in-use from kept (ADR 0009).
     let _heap = heap_stats::spawn(heap_stats::EVERY, heap_metrics, stop.clone());
 
@@ -117,25 +139,50 @@ async fn main() -> anyhow::Result<()> {
         restart_policy: RestartPolicy::default(),
         clock: Arc::new(SystemClock),
         instance: cli.identity.clone(),
+        health: health.clone(),
+        faults,
     };
     let mut running = operator::start(clients, metrics, opts).await?;
-    running.wait_synced().await;
-    readiness.set_synced();
-    tracing::info!("caches synced; reconciling");
-
-    let lost = tokio::select! {
-        _ = leading.wait_for(|l| !*l) => true,
-        () = stop.cancelled() => false,
+    let end = tokio::select! {
+        () = running.wait_synced() => None,
+        _ = leading.wait_for(|l| !*l) => Some(End::Lost),
+        dead = health.dead() => Some(End::Failed(dead)),
+        () = stop.cancelled() => Some(End::Stopped),
+    };
+    let end = match end {
+        Some(end) => end,
+        None => {
+            readiness.set_synced();
+            tracing::info!("caches synced; reconciling");
+            tokio::select! {
+                _ = leading.wait_for(|l| !*l) => End::Lost,
+                () = stop.cancelled() => End::Stopped,
+                // A part past its restart limit: like a controller-runtime manager whose
+                // runnable failed, stop, hand the Lease over and exit for the kubelet to
+                // start the pod again.
+                dead = health.dead() => End::Failed(dead),
+            }
+        }
     };
     running.stop().await;
     elector_stop.cancel();
     if let Some(e) = elector {
         let _ = e.await;
     }
-    if lost {
-        anyhow::bail!(
+    match end {
+        End::Stopped => Ok(()),
+        End::Lost => anyhow::bail!(
             "lost the leader lease; exiting so that this replica restarts as a candidate"
-        );
+        ),
+        End::Failed(dead) => {
+            anyhow::bail!("{dead}; exiting so that the pod restarts (the Lease is released)")
+        }
     }
-    Ok(())
+}
+
+/// Why the leader stops.
+enum End {
+    Stopped,
+    Lost,
+    Failed(String),
 }

@@ -69,6 +69,9 @@ pub struct OperatorConfig {
     /// reasons than a change of their own object: a relist, a dependency, a new entry
     /// (ADR 0011). Bounds the actors alive during a relist or an adoption of thousands.
     pub wake_budget: usize,
+    /// How long the root supervisor, the holding host or the routing writer may leave a
+    /// message unanswered before `/healthz` fails (a stall, docs/adr/0017-liveness.md).
+    pub stall_after: Duration,
 }
 
 impl Default for OperatorConfig {
@@ -87,6 +90,7 @@ impl Default for OperatorConfig {
             max_concurrent_passes: 256,
             passivate_after: Some(Duration::from_secs(2)),
             wake_budget: 1024,
+            stall_after: Duration::from_secs(30),
         }
     }
 }
@@ -121,6 +125,12 @@ impl OperatorConfig {
                     "{flag} is empty: leave it out to select everything"
                 )));
             }
+        }
+        if self.stall_after < Duration::from_secs(1) {
+            return Err(InvalidConfig(format!(
+                "--liveness-stall-after {:?} is shorter than 1s: a busy part would read as stalled",
+                self.stall_after
+            )));
         }
         url_template::validate(&self.server_url_template, &self.cluster_domain)
             .map_err(|e| InvalidConfig(e.0))

@@ -6,11 +6,13 @@
 //!   `terdut.ryuvia.com/server` label;
 //! - a webhook Secret: its alert source, by its owner reference;
 //! - Namespace labels (consent, §4.6).
+//!
+//! Each watch is a supervised part (`supervisor/part.rs`, docs/adr/0017-liveness.md): an
+//! incarnation that panics or ends is started again as a fresh watcher over the same cache,
+//! which is a relist (`cache_writer.rs` applies it in place).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::StreamExt as _;
@@ -38,6 +40,7 @@ use crate::server::names::{
     FIELD_MANAGER, LABEL_MANAGED_BY, LABEL_SERVER, MANAGED_SECRET_SELECTOR,
 };
 use crate::stores::NamespacedStores;
+use crate::supervisor::part::{Incarnation, Part};
 use crate::watch_backoff::watch_backoff;
 
 /// Where informer events go: the operator's wiring (`operator.rs`) turns each into what the
@@ -85,10 +88,11 @@ pub struct Selectors {
     pub namespaces: Option<String>,
 }
 
-type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// One watch: a part to supervise (`supervisor::part::supervise`).
+pub type Task = Box<dyn Part>;
 
-/// The caches and the tasks that fill them. Spawn every task; `synced` turns true once all
-/// initial lists are in.
+/// The caches and the watches that fill them. Supervise every one; `synced` turns true once
+/// all initial lists are in.
 pub struct Informers {
     pub stores: Stores,
     pub tasks: Vec<Task>,
@@ -206,46 +210,13 @@ pub fn build(
     // modes (the namespaced chart grants read on Namespaces through a small ClusterRole).
     let namespaces = {
         let (reader, writer) = reflector::store::<PartialObjectMeta<Namespace>>();
-        let r = routes.clone();
-        let listed = reader.clone();
-        let tx = synced_tx.clone();
-        let stream = watcher::watcher(
-            Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
-            config(),
-        )
-        .backoff(watch_backoff())
-        .modify(|o| slim(o.meta_mut()))
-        .reflect(writer);
-        tasks.push(Box::pin(async move {
-            let mut stream = std::pin::pin!(stream);
-            let mut first_list = true;
-            let mut failing = Streak::default();
-            while let Some(ev) = stream.next().await {
-                if ev.is_ok() {
-                    failing.recovered("Namespace", None);
-                }
-                match ev {
-                    Ok(Event::Apply(ns)) | Ok(Event::InitApply(ns)) => {
-                        r.namespace(ns.name_any(), Some(ns.labels().clone()))
-                    }
-                    Ok(Event::Delete(ns)) => r.namespace(ns.name_any(), None),
-                    Ok(Event::InitDone) => {
-                        if std::mem::take(&mut first_list) {
-                            tx.send_modify(|n| *n += 1);
-                        }
-                        // A team whose consent pass ran before this list was swapped in found
-                        // no labels and was refused (docs/design.md §4.6): it must look again.
-                        let present = listed
-                            .state()
-                            .iter()
-                            .map(|n| ObjectKey::new("", n.name_any()))
-                            .collect();
-                        r.listed(Listed::Namespace, None, present);
-                    }
-                    Ok(_) => {}
-                    Err(e) => failing.failed("Namespace", None, &e),
-                }
-            }
+        tasks.push(Box::new(NamespaceWatch {
+            client: client.clone(),
+            writer,
+            listed: reader.clone(),
+            routes: routes.clone(),
+            synced: synced_tx.clone(),
+            first_list: true,
         }));
         reader
     };
@@ -278,35 +249,126 @@ fn scope_watch(
     synced: Arc<watch::Sender<usize>>,
 ) -> Task {
     let (reader, writer) = reflector::store::<PartialObjectMeta<Namespace>>();
-    let stream = watcher::watcher(
-        Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
-        config().labels(selector),
-    )
-    .backoff(watch_backoff())
-    .reflect(writer);
-    Box::pin(async move {
-        let mut stream = std::pin::pin!(stream);
-        let mut first_list = true;
-        let mut failing = Streak::default();
-        while let Some(ev) = stream.next().await {
-            if ev.is_ok() {
-                failing.recovered("Namespace (selected)", None);
-            }
-            match ev {
-                Ok(Event::Apply(ns)) => routes.scope(ScopeChange::In(ns.name_any())),
-                Ok(Event::Delete(ns)) => routes.scope(ScopeChange::Out(ns.name_any())),
-                Ok(Event::InitDone) => {
-                    if std::mem::take(&mut first_list) {
-                        synced.send_modify(|n| *n += 1);
-                    }
-                    let present = reader.state().iter().map(|n| n.name_any()).collect();
-                    routes.scope(ScopeChange::Listed(present));
-                }
-                Ok(_) => {}
-                Err(e) => failing.failed("Namespace (selected)", None, &e),
-            }
-        }
+    Box::new(ScopeWatch {
+        client: client.clone(),
+        selector: selector.to_owned(),
+        writer,
+        listed: reader,
+        routes,
+        synced,
+        first_list: true,
     })
+}
+
+/// The watch of every Namespace's labels.
+struct NamespaceWatch {
+    client: Client,
+    writer: reflector::store::Writer<PartialObjectMeta<Namespace>>,
+    listed: Store<PartialObjectMeta<Namespace>>,
+    routes: Arc<dyn Routes>,
+    synced: Arc<watch::Sender<usize>>,
+    /// Its first complete list is yet to come (counted once towards `synced`).
+    first_list: bool,
+}
+
+impl Part for NamespaceWatch {
+    fn name(&self) -> &str {
+        "watch Namespace"
+    }
+
+    fn run(&mut self) -> Incarnation<'_> {
+        Box::pin(async move {
+            let stream = watcher::watcher(
+                Api::<PartialObjectMeta<Namespace>>::all(self.client.clone()),
+                config(),
+            )
+            .backoff(watch_backoff())
+            .modify(|o| slim(o.meta_mut()));
+            let mut stream = std::pin::pin!(stream);
+            let mut failing = Streak::default();
+            let r = &self.routes;
+            while let Some(ev) = stream.next().await {
+                if let Ok(ev) = &ev {
+                    // What `.reflect()` does, with the writer kept for the next incarnation.
+                    self.writer.apply_watcher_event(ev);
+                    failing.recovered("Namespace", None);
+                }
+                match ev {
+                    Ok(Event::Apply(ns)) | Ok(Event::InitApply(ns)) => {
+                        r.namespace(ns.name_any(), Some(ns.labels().clone()))
+                    }
+                    Ok(Event::Delete(ns)) => r.namespace(ns.name_any(), None),
+                    Ok(Event::InitDone) => {
+                        if std::mem::take(&mut self.first_list) {
+                            self.synced.send_modify(|n| *n += 1);
+                        }
+                        // A team whose consent pass ran before this list was swapped in found
+                        // no labels and was refused (docs/design.md §4.6): it must look again.
+                        let present = self
+                            .listed
+                            .state()
+                            .iter()
+                            .map(|n| ObjectKey::new("", n.name_any()))
+                            .collect();
+                        r.listed(Listed::Namespace, None, present);
+                    }
+                    Ok(_) => {}
+                    Err(e) => failing.failed("Namespace", None, &e),
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The watch of the namespaces `--watch-namespace-selector` selects.
+struct ScopeWatch {
+    client: Client,
+    selector: String,
+    writer: reflector::store::Writer<PartialObjectMeta<Namespace>>,
+    listed: Store<PartialObjectMeta<Namespace>>,
+    routes: Arc<dyn Routes>,
+    synced: Arc<watch::Sender<usize>>,
+    first_list: bool,
+}
+
+impl Part for ScopeWatch {
+    fn name(&self) -> &str {
+        "watch Namespace (selected)"
+    }
+
+    fn run(&mut self) -> Incarnation<'_> {
+        Box::pin(async move {
+            let stream = watcher::watcher(
+                Api::<PartialObjectMeta<Namespace>>::all(self.client.clone()),
+                config().labels(&self.selector),
+            )
+            .backoff(watch_backoff());
+            let mut stream = std::pin::pin!(stream);
+            let mut failing = Streak::default();
+            let routes = &self.routes;
+            while let Some(ev) = stream.next().await {
+                if let Ok(ev) = &ev {
+                    self.writer.apply_watcher_event(ev);
+                    failing.recovered("Namespace (selected)", None);
+                }
+                match ev {
+                    Ok(Event::Apply(ns)) => routes.scope(ScopeChange::In(ns.name_any())),
+                    Ok(Event::Delete(ns)) => routes.scope(ScopeChange::Out(ns.name_any())),
+                    Ok(Event::InitDone) => {
+                        if std::mem::take(&mut self.first_list) {
+                            self.synced.send_modify(|n| *n += 1);
+                        }
+                        let present = self.listed.state().iter().map(|n| n.name_any()).collect();
+                        routes.scope(ScopeChange::Listed(present));
+                    }
+                    Ok(_) => {}
+                    Err(e) => failing.failed("Namespace (selected)", None, &e),
+                }
+            }
+            Ok(())
+        })
+    }
 }
 
 /// The route of one of the operator's own kinds: applied, deleted, listed.
@@ -448,44 +510,88 @@ where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
     // Not `.reflect(writer)`: that holds the cache twice during every relist (cache_writer.rs).
-    let (mut writer, reader) = CacheWriter::<K>::new();
-    let listed = reader.clone();
-    let stream = watcher::watcher(api, cfg)
-        .backoff(watch_backoff())
-        .modify(|o| slim(o.meta_mut()));
+    let (writer, reader) = CacheWriter::<K>::new();
     let kind = K::kind(&()).into_owned();
-    let synced = synced.clone();
-    tasks.push(Box::pin(async move {
-        let mut stream = std::pin::pin!(stream);
-        let mut first_list = true;
-        let mut failing = Streak::default();
-        while let Some(ev) = stream.next().await {
-            let ev = ev.map(|e| writer.apply(e));
-            if ev.is_ok() {
-                failing.recovered(&kind, scope.as_deref());
-            }
-            match ev {
-                Ok(Event::Apply(o)) | Ok(Event::InitApply(o)) => {
-                    on_change(Change::Applied(Arc::new(o)))
-                }
-                Ok(Event::Delete(o)) => on_change(Change::Deleted(Arc::new(o))),
-                Ok(Event::InitDone) => {
-                    if std::mem::take(&mut first_list) {
-                        synced.send_modify(|n| *n += 1);
-                    }
-                    let present = listed
-                        .state()
-                        .iter()
-                        .map(|o| ObjectKey::of(o.as_ref()))
-                        .collect();
-                    on_change(Change::Synced(scope.clone(), present));
-                }
-                Ok(Event::Init) => {}
-                Err(e) => failing.failed(&kind, scope.as_deref(), &e),
-            }
-        }
+    tasks.push(Box::new(Informer {
+        name: match &scope {
+            Some(ns) => format!("watch {kind} in {ns}"),
+            None => format!("watch {kind}"),
+        },
+        kind,
+        api,
+        cfg,
+        scope,
+        writer,
+        listed: reader.clone(),
+        synced: synced.clone(),
+        first_list: true,
+        on_change,
     }));
     reader
+}
+
+/// The watch of one kind in one scope; each incarnation a fresh watcher over the same cache.
+struct Informer<K>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    name: String,
+    kind: String,
+    api: Api<K>,
+    cfg: watcher::Config,
+    scope: Option<String>,
+    writer: CacheWriter<K>,
+    listed: Store<K>,
+    synced: Arc<watch::Sender<usize>>,
+    first_list: bool,
+    on_change: Arc<dyn Fn(Change<K>) + Send + Sync>,
+}
+
+impl<K> Part for Informer<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&mut self) -> Incarnation<'_> {
+        Box::pin(async move {
+            let stream = watcher::watcher(self.api.clone(), self.cfg.clone())
+                .backoff(watch_backoff())
+                .modify(|o| slim(o.meta_mut()));
+            let mut stream = std::pin::pin!(stream);
+            let mut failing = Streak::default();
+            let (kind, scope) = (&self.kind, self.scope.as_deref());
+            while let Some(ev) = stream.next().await {
+                let ev = ev.map(|e| self.writer.apply(e));
+                if ev.is_ok() {
+                    failing.recovered(kind, scope);
+                }
+                match ev {
+                    Ok(Event::Apply(o)) | Ok(Event::InitApply(o)) => {
+                        (self.on_change)(Change::Applied(Arc::new(o)))
+                    }
+                    Ok(Event::Delete(o)) => (self.on_change)(Change::Deleted(Arc::new(o))),
+                    Ok(Event::InitDone) => {
+                        if std::mem::take(&mut self.first_list) {
+                            self.synced.send_modify(|n| *n += 1);
+                        }
+                        let present = self
+                            .listed
+                            .state()
+                            .iter()
+                            .map(|o| ObjectKey::of(o.as_ref()))
+                            .collect();
+                        (self.on_change)(Change::Synced(self.scope.clone(), present));
+                    }
+                    Ok(Event::Init) => {}
+                    Err(e) => failing.failed(kind, scope, &e),
+                }
+            }
+            Ok(())
+        })
+    }
 }
 
 /// A watch's consecutive errors, logged proportionately: one warning when a streak starts

@@ -8,15 +8,23 @@
 //! ```
 //!
 //! Everything is built before any watch starts, so no event can arrive before its route.
+//!
+//! Every long-lived part (the root, the holding host, the writer, each watch, the census) is
+//! supervised (`supervisor/part.rs`): restarted with backoff when it panics or ends, dead for
+//! good past its restart limit ([`RunningOperator::failed`]); the stall watchdog asks the
+//! root, the holding host and the writer a question every few seconds. `/healthz` reports
+//! both (docs/adr/0017-liveness.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::registry::Registry as MetricsRegistry;
-use ractor::{Actor, ActorRef};
+use ractor::ActorRef;
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::api::ApiMetrics;
@@ -30,7 +38,12 @@ use crate::object_actor::{SourceFactory, TeamFactory};
 use crate::routing::facts::{server_facts, source_facts, team_facts};
 use crate::routing::{ChildKind, Listed};
 use crate::runtime::events::EventPublisher;
+use crate::runtime::faults::{FaultPoint, Faults};
+use crate::runtime::health::Health;
 use crate::runtime::metrics::OperatorMetrics;
+use crate::runtime::watchdog::{self, Probe};
+use crate::supervisor::actor_part::{ActorPart, ActorSpec, Current};
+use crate::supervisor::part::{PartEnv, TaskPart, supervise};
 use crate::supervisor::{
     ChildSnapshot, KeyedSupervisor, RestartPolicy, SupervisorConfig, SupervisorMetrics,
     SupervisorMsg,
@@ -39,7 +52,7 @@ use crate::tree::ChildrenMsg;
 use crate::tree::children::ChildSetup;
 use crate::tree::holding::HoldingActor;
 use crate::tree::server::{ServerFactory, ServerSpec};
-use crate::tree::writer::{self, HostRef, Outlets, Registry, Seen, ServerRoot, Writer};
+use crate::tree::writer::{HostRef, Outlets, Registry, Seen, ServerRoot, Writer, WriterPart};
 
 /// Knobs of [`start`] beyond [`OperatorConfig`].
 #[derive(Clone, Debug)]
@@ -49,6 +62,10 @@ pub struct StartOptions {
     pub clock: Arc<dyn Clock>,
     /// `reportingInstance` of Events (the pod name in cluster).
     pub instance: String,
+    /// What `/healthz` reports; shared with the HTTP server, which a standby serves too.
+    pub health: Health,
+    /// The test hooks (inert unless the operator runs with `--test-hooks`).
+    pub faults: Faults,
 }
 
 /// What reconciles TerdutTeams and TerdutAlertSources. TerdutServers are always reconciled by
@@ -69,25 +86,51 @@ pub enum ChildRuntime {
 pub struct RunningOperator {
     pub ctx: Ctx,
     pub tree: Tree,
-    tasks: Vec<JoinHandle<()>>,
-    supervisor_handles: Vec<JoinHandle<()>>,
+    health: Health,
+    faults: Faults,
+    /// Cancelled by [`RunningOperator::stop`]: every part stops, none restarts.
+    stop: CancellationToken,
+    /// The parts' supervisors and the watchdog.
+    parts: Vec<JoinHandle<()>>,
     synced: tokio::sync::watch::Receiver<usize>,
     expected: usize,
 }
 
+/// The root supervisor's running incarnation.
+type RootRef = ActorRef<SupervisorMsg<ServerFactory>>;
+
 /// A handle on the supervision tree, for tests, tools and the benchmark; cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Tree {
-    /// The root: one actor per TerdutServer.
-    pub servers: ActorRef<SupervisorMsg<ServerFactory>>,
-    /// The teams and alert sources no server takes yet.
-    pub holding: ActorRef<ChildrenMsg>,
+    servers: Current<Option<RootRef>>,
+    holding: Current<Option<ActorRef<ChildrenMsg>>>,
     /// The running server actors, for anything outside the tree (the benchmark's baselines).
     pub registry: Registry,
     writer: Writer,
 }
 
 impl Tree {
+    /// The root: one actor per TerdutServer (its running incarnation; the operator restarts it
+    /// if it fails).
+    ///
+    /// # Panics
+    /// Never once [`start`] returned: it waits for the first incarnation.
+    pub fn servers(&self) -> RootRef {
+        self.servers
+            .get()
+            .expect("the root started before start() returned")
+    }
+
+    /// The host of the teams and alert sources no server takes yet (its running incarnation).
+    ///
+    /// # Panics
+    /// Never once [`start`] returned: it waits for the first incarnation.
+    pub fn holding(&self) -> ActorRef<ChildrenMsg> {
+        self.holding
+            .get()
+            .expect("the holding host started before start() returned")
+    }
+
     /// Every host: the running server actors and the holding host.
     pub fn hosts(&self) -> Vec<HostRef> {
         let mut hosts: Vec<HostRef> = self
@@ -95,7 +138,7 @@ impl Tree {
             .iter()
             .map(|r| HostRef::Server(r.value().clone()))
             .collect();
-        hosts.push(HostRef::Holding(self.holding.clone()));
+        hosts.push(HostRef::Holding(self.holding()));
         hosts
     }
 
@@ -127,14 +170,27 @@ impl RunningOperator {
         let _ = self.synced.wait_for(|n| *n >= expected).await;
     }
 
-    /// Stops the watches, then the tree (children finish their current message).
+    /// What `/healthz` reports for this operator's parts.
+    pub fn health(&self) -> &Health {
+        &self.health
+    }
+
+    /// The test hooks (inert unless started with them).
+    pub fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// Resolves, saying which, once a part failed for good (past its restart limit): the
+    /// operator cannot reconcile any more and should stop, so that its pod restarts.
+    pub async fn failed(&self) -> String {
+        self.health.dead().await
+    }
+
+    /// Stops every part: the watches, the writer and the census at once, the tree with its
+    /// children finishing their current message.
     pub async fn stop(self) {
-        for t in &self.tasks {
-            t.abort();
-        }
-        self.tree.holding.stop(Some("operator stopping".into()));
-        self.tree.servers.stop(Some("operator stopping".into()));
-        for h in self.supervisor_handles {
+        self.stop.cancel();
+        for h in self.parts {
             let _ = tokio::time::timeout(Duration::from_secs(30), h).await;
         }
     }
@@ -237,19 +293,99 @@ impl Routes for Translate {
     }
 }
 
-/// The root supervisor, as the writer sends to it.
-struct Root(ActorRef<SupervisorMsg<ServerFactory>>);
+/// The root supervisor, as the writer sends to it: its running incarnation. One that is
+/// restarting misses nothing: the next asks for every server (`Writer::adopt_servers`).
+struct Root(Current<Option<RootRef>>);
+
+impl Root {
+    fn cast(&self, msg: SupervisorMsg<ServerFactory>) {
+        if let Some(root) = self.0.get() {
+            let _ = root.cast(msg);
+        }
+    }
+}
 
 impl ServerRoot for Root {
     fn ensure(&self, key: ObjectKey, server: Arc<TerdutServer>, at: tokio::time::Instant) {
-        let _ = self
-            .0
-            .cast(SupervisorMsg::EnsureAt(key, ServerSpec(server), at));
+        self.cast(SupervisorMsg::EnsureAt(key, ServerSpec(server), at));
     }
 
     fn remove(&self, key: ObjectKey) {
-        let _ = self.0.cast(SupervisorMsg::Remove(key));
+        self.cast(SupervisorMsg::Remove(key));
     }
+
+    fn retain(&self, keep: BTreeSet<ObjectKey>) {
+        self.cast(SupervisorMsg::Retain(keep));
+    }
+}
+
+/// Each incarnation of the root supervisor.
+struct RootSpec {
+    factory: ServerFactory,
+    config: SupervisorConfig,
+    current: Current<Option<RootRef>>,
+    fault: FaultPoint,
+}
+
+impl ActorSpec for RootSpec {
+    type Actor = KeyedSupervisor<ServerFactory>;
+
+    fn build(&mut self) -> Self::Actor {
+        // A failed incarnation's server actors died with it, unannounced (ractor kills the
+        // children of a failed actor, without their `post_stop`).
+        self.factory.registry.clear();
+        KeyedSupervisor::new(self.factory.clone(), self.config.clone())
+            .with_fault_point(self.fault.clone())
+    }
+
+    fn started(&mut self, actor: &RootRef) {
+        self.current.set(Some(actor.clone()));
+        // After it is published: whatever the writer sends from here on reaches it.
+        self.factory.writer.adopt_servers();
+    }
+
+    fn poke(&self, actor: &RootRef) {
+        let _ = actor.cast(SupervisorMsg::Wake);
+    }
+}
+
+/// Each incarnation of the holding host.
+struct HoldingSpec {
+    setup: ChildSetup,
+    writer: Writer,
+    current: Current<Option<ActorRef<ChildrenMsg>>>,
+    fault: FaultPoint,
+}
+
+impl ActorSpec for HoldingSpec {
+    type Actor = HoldingActor;
+
+    fn build(&mut self) -> HoldingActor {
+        HoldingActor {
+            setup: self.setup.clone(),
+            writer: self.writer.clone(),
+            current: self.current.clone(),
+            fault: self.fault.clone(),
+        }
+    }
+
+    /// It publishes itself in `pre_start`, before it asks for its children.
+    fn started(&mut self, _: &ActorRef<ChildrenMsg>) {}
+
+    fn poke(&self, actor: &ActorRef<ChildrenMsg>) {
+        let _ = actor.cast(ChildrenMsg::Teams(SupervisorMsg::Wake));
+    }
+}
+
+/// The watchdog's question to a host actor, through its mailbox.
+fn ping<M: ractor::Message>(
+    current: &Current<Option<ActorRef<M>>>,
+    wrap: fn(ractor::RpcReplyPort<()>) -> M,
+) -> Option<oneshot::Receiver<()>> {
+    let actor = current.get()?;
+    let (tx, rx) = oneshot::channel();
+    actor.cast(wrap(tx.into())).ok()?;
+    Some(rx)
 }
 
 /// Every metric family of the operator, registered before the HTTP server shares the
@@ -372,34 +508,56 @@ pub async fn start_with(
         config: config.clone(),
     };
     let registry = Registry::default();
-    let (servers, server_handle) = Actor::spawn(
-        None,
-        KeyedSupervisor::new(
-            ServerFactory {
-                setup: setup.clone(),
-                writer: writer.clone(),
-                registry: registry.clone(),
-            },
-            // Server actors never passivate, so none would give a place in the wake budget
-            // back before its backstop: their table has none (ADR 0011).
-            SupervisorConfig {
-                wake_budget: usize::MAX,
-                ..config
-            },
-        ),
-        (),
-    )
-    .await?;
-    let (holding, holding_handle) = Actor::spawn(
-        None,
-        HoldingActor {
-            setup,
+    let stop = CancellationToken::new();
+    let env = PartEnv {
+        policy: opts.restart_policy.clone(),
+        clock: opts.clock.clone(),
+        health: opts.health.clone(),
+        faults: opts.faults.clone(),
+        stop: stop.clone(),
+    };
+    let (servers, holding) = (Current::new(None), Current::new(None));
+    let root = RootSpec {
+        factory: ServerFactory {
+            setup: setup.clone(),
             writer: writer.clone(),
+            registry: registry.clone(),
         },
-        (),
-    )
-    .await?;
-    let writer_task = writer::spawn(
+        // Server actors never passivate, so none would give a place in the wake budget
+        // back before its backstop: their table has none (ADR 0011).
+        config: SupervisorConfig {
+            wake_budget: usize::MAX,
+            ..config.clone()
+        },
+        current: servers.clone(),
+        fault: opts.faults.point("root"),
+    };
+    let hold = HoldingSpec {
+        setup,
+        writer: writer.clone(),
+        current: holding.clone(),
+        fault: opts.faults.point("holding"),
+    };
+    let shutdown = config.shutdown_timeout;
+    let mut parts = vec![
+        tokio::spawn(supervise(
+            ActorPart::new("root", root, opts.faults.clone(), shutdown),
+            env.clone(),
+        )),
+        tokio::spawn(supervise(
+            ActorPart::new("holding", hold, opts.faults.clone(), shutdown),
+            env.clone(),
+        )),
+    ];
+    // The hosts first, so the writer's first commands reach them.
+    tokio::select! {
+        () = async {
+            servers.wait_for(Option::is_some).await;
+            holding.wait_for(Option::is_some).await;
+        } => {}
+        dead = opts.health.dead() => anyhow::bail!("the operator could not start: {dead}"),
+    }
+    let writer_part = WriterPart::new(
         inbox,
         Outlets {
             root: Box::new(Root(servers.clone())),
@@ -410,11 +568,54 @@ pub async fn start_with(
             scoped: selectors.namespaces.is_some(),
         },
     );
-
-    let mut tasks: Vec<JoinHandle<()>> = informers.tasks.into_iter().map(tokio::spawn).collect();
-    tasks.push(writer_task);
+    parts.push(tokio::spawn(supervise(writer_part, env.clone())));
     // The objects gauge, from the caches this leader fills (docs/observability.md).
-    tasks.push(tokio::spawn(crate::census::run(ctx.clone())));
+    let census_ctx = ctx.clone();
+    parts.push(tokio::spawn(supervise(
+        TaskPart {
+            name: "census".into(),
+            start: move || -> futures::future::BoxFuture<'static, ()> {
+                Box::pin(crate::census::run(census_ctx.clone()))
+            },
+        },
+        env.clone(),
+    )));
+    for watch in informers.tasks {
+        parts.push(tokio::spawn(supervise(watch, env.clone())));
+    }
+    let probes = vec![
+        Probe {
+            part: "root".into(),
+            ask: Box::new({
+                let servers = servers.clone();
+                move || ping(&servers, SupervisorMsg::Ping)
+            }),
+        },
+        Probe {
+            part: "holding".into(),
+            ask: Box::new({
+                let holding = holding.clone();
+                move || {
+                    ping(&holding, |reply| {
+                        ChildrenMsg::Teams(SupervisorMsg::Ping(reply))
+                    })
+                }
+            }),
+        },
+        Probe {
+            part: "writer".into(),
+            ask: Box::new({
+                let writer = writer.clone();
+                move || writer.ping()
+            }),
+        },
+    ];
+    parts.push(tokio::spawn(watchdog::run(
+        probes,
+        opts.health.clone(),
+        opts.config.stall_after,
+        stop.clone(),
+    )));
     info!("operator started");
     Ok(RunningOperator {
         ctx,
@@ -424,8 +625,10 @@ pub async fn start_with(
             registry,
             writer,
         },
-        tasks,
-        supervisor_handles: vec![server_handle, holding_handle],
+        health: opts.health,
+        faults: opts.faults,
+        stop,
+        parts,
         synced: informers.synced,
         expected: informers.expected,
     })

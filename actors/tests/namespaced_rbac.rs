@@ -131,6 +131,8 @@ async fn the_operator_works_with_namespaced_roles_and_ignores_other_namespaces()
         restart_policy: test_policy(),
         clock: std::sync::Arc::new(SystemClock),
         instance: "namespaced-rbac".into(),
+        health: Default::default(),
+        faults: Default::default(),
     };
     let clients = terdut_actors::kube_clients::KubeClients::from_client(client);
     let mut running = operator::start(clients, Metrics::register(&mut registry), opts)

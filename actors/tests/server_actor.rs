@@ -297,7 +297,9 @@ async fn a_crashing_actor_restarts_alone_with_growing_delays() {
             tokio::time::Instant::now() < deadline,
             "the bad actor was never parked; delays {delays:?}"
         );
-        let snap = snapshot(&op.servers, Duration::from_secs(5)).await.unwrap();
+        let snap = snapshot(&op.servers(), Duration::from_secs(5))
+            .await
+            .unwrap();
         if let Some(child) = snap.children.get(&bad_key) {
             match &child.status {
                 ChildStatus::BackingOff { delay, .. } if delays.last() != Some(delay) => {
@@ -320,7 +322,9 @@ async fn a_crashing_actor_restarts_alone_with_growing_delays() {
     );
 
     // The good server converged meanwhile, and its actor never restarted.
-    let snap = snapshot(&op.servers, Duration::from_secs(5)).await.unwrap();
+    let snap = snapshot(&op.servers(), Duration::from_secs(5))
+        .await
+        .unwrap();
     let good = &snap.children[&good_key];
     assert_eq!(good.restarts, 0);
     assert!(matches!(good.status, ChildStatus::Running));

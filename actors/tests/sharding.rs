@@ -68,7 +68,7 @@ async fn operator_with(
 /// Whether `op` has an actor (running or passive) for the team `key`, and one for its server.
 async fn owns(op: &RunningOperator, team: &ObjectKey, server: &ObjectKey) -> (bool, bool) {
     let has_team = op.tree.host_of(ChildKind::Team, team).await.is_some();
-    let snap = terdut_actors::supervisor::snapshot(&op.tree.servers, Duration::from_secs(5))
+    let snap = terdut_actors::supervisor::snapshot(&op.tree.servers(), Duration::from_secs(5))
         .await
         .unwrap();
     (has_team, snap.children.contains_key(server))
@@ -270,6 +270,8 @@ async fn a_selector_the_api_server_refuses_stops_the_operator_before_it_starts()
                 restart_policy: common::test_policy(),
                 clock: std::sync::Arc::new(terdut_actors::clock::SystemClock),
                 instance: "test".into(),
+                health: Default::default(),
+                faults: Default::default(),
             },
         )
         .await;

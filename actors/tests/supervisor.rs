@@ -514,6 +514,36 @@ async fn remove_stops_the_child_and_it_is_not_restarted() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn retain_stops_every_child_it_does_not_name_and_ping_answers() {
+    // What a restarted routing writer sends each host (docs/adr/0017-liveness.md).
+    let mut h = start(exact_policy()).await;
+    h.ensure(A, 1);
+    h.ensure(B, 1);
+    h.started(A).await;
+    h.started(B).await;
+
+    h.send(SupervisorMsg::Retain([key(B)].into_iter().collect()));
+    h.wait_for(
+        "a stopped",
+        |e| matches!(e, Ev::Stopped { key } if key == A),
+    )
+    .await;
+    let snap = h.snapshot().await;
+    assert_eq!(
+        snap.children.keys().cloned().collect::<Vec<_>>(),
+        vec![key(B)]
+    );
+    assert_eq!(h.metrics.active.get(), 1);
+
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    h.send(SupervisorMsg::Ping(tx.into()));
+    timeout(Duration::from_secs(5), rx)
+        .await
+        .expect("answered")
+        .expect("answered");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_failing_pre_start_is_retried_with_backoff() {
     let mut h = start(exact_policy()).await;
     h.probe

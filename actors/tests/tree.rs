@@ -174,7 +174,7 @@ async fn a_crashed_server_actor_restarts_its_children_once_and_touches_no_other_
         .await
         .unwrap();
     eventually("server one restarted", WAIT, || async {
-        let snap = snapshot(&op.servers, Duration::from_secs(5)).await.ok()?;
+        let snap = snapshot(&op.servers(), Duration::from_secs(5)).await.ok()?;
         (snap.children.get(&one)?.restarts >= 1).then_some(())
     })
     .await;
@@ -199,7 +199,9 @@ async fn a_crashed_server_actor_restarts_its_children_once_and_touches_no_other_
     assert_eq!(state.teams.len(), 1, "no duplicate team: {:?}", state.teams);
 
     // The other server and its team were not touched.
-    let snap = snapshot(&op.servers, Duration::from_secs(5)).await.unwrap();
+    let snap = snapshot(&op.servers(), Duration::from_secs(5))
+        .await
+        .unwrap();
     assert_eq!(snap.children[&two].restarts, 0);
     let still_two = under_server(op, ChildKind::Team, &team_two, &two).await;
     assert_eq!(
@@ -263,6 +265,8 @@ async fn a_childs_crash_touches_neither_its_sibling_nor_its_server() {
     assert_eq!(sibling.restarts, 0, "{sibling:?}");
     let now = under_server(op, ChildKind::Team, &team_key, &server).await;
     assert_eq!(now.id(), before.id(), "the server's actor did not restart");
-    let snap = snapshot(&op.servers, Duration::from_secs(5)).await.unwrap();
+    let snap = snapshot(&op.servers(), Duration::from_secs(5))
+        .await
+        .unwrap();
     assert_eq!(snap.children[&server].restarts, 0);
 }

@@ -137,6 +137,11 @@ impl Index {
         }
     }
 
+    /// The TerdutServers the index knows: what a (re)started root adopts.
+    pub fn servers(&self) -> impl Iterator<Item = &ObjectKey> {
+        self.servers.keys()
+    }
+
     /// The teams and sources living under `host`: what a (re)started host adopts.
     pub fn children_of(&self, host: &Host) -> (Vec<ObjectKey>, Vec<ObjectKey>) {
         let (teams, sources) = match host {

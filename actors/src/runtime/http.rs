@@ -1,5 +1,10 @@
 //! The operator's own HTTP endpoints: `/metrics`, `/healthz`, `/readyz`.
 //!
+//! Liveness (`/healthz`) is the [`Health`] table's verdict (`runtime/health.rs`): 200 while
+//! every part of the leader is up or being restarted, 503 naming the part that failed for
+//! good or stalled, so the kubelet restarts the pod (docs/adr/0017-liveness.md). A standby
+//! runs no part and is as live as this server.
+//!
 //! Readiness policy (a decision, not an accident): the leader is ready once its caches have
 //! synced; **a standby is ready once it reaches the API server and campaigns** (it runs no
 //! informers, so it has no caches to wait for). A standby that reported not-ready would
@@ -23,6 +28,8 @@ use axum::routing::get;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+
+use super::health::Health;
 
 /// The OpenMetrics text content type, which Prometheus negotiates for `# EOF`-terminated bodies.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
@@ -80,17 +87,29 @@ impl Readiness {
 struct AppState {
     registry: Arc<Registry>,
     readiness: Readiness,
+    health: Health,
 }
 
-fn router(registry: Arc<Registry>, readiness: Readiness) -> Router {
+fn router(registry: Arc<Registry>, readiness: Readiness, health: Health) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .with_state(AppState {
             registry,
             readiness,
+            health,
         })
+}
+
+async fn healthz(State(state): State<AppState>) -> (StatusCode, String) {
+    let report = state.health.report();
+    let status = if report.live {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, report.body)
 }
 
 async fn metrics(State(state): State<AppState>, headers: axum::http::HeaderMap) -> Response {
@@ -136,10 +155,11 @@ pub async fn serve(
     addr: SocketAddr,
     registry: Arc<Registry>,
     readiness: Readiness,
+    health: Health,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let listener = TcpListener::bind(addr).await?;
-    serve_on(listener, registry, readiness, shutdown).await
+    serve_on(listener, registry, readiness, health, shutdown).await
 }
 
 /// Binds `addr` (port 0 picks a free port), spawns the server and returns the bound address.
@@ -148,11 +168,12 @@ pub async fn spawn(
     addr: SocketAddr,
     registry: Arc<Registry>,
     readiness: Readiness,
+    health: Health,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<(SocketAddr, JoinHandle<io::Result<()>>)> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    let task = tokio::spawn(serve_on(listener, registry, readiness, shutdown));
+    let task = tokio::spawn(serve_on(listener, registry, readiness, health, shutdown));
     Ok((bound, task))
 }
 
@@ -160,10 +181,11 @@ async fn serve_on(
     listener: TcpListener,
     registry: Arc<Registry>,
     readiness: Readiness,
+    health: Health,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     tracing::info!(addr = ?listener.local_addr().ok(), "serving /metrics, /healthz, /readyz");
-    axum::serve(listener, router(registry, readiness))
+    axum::serve(listener, router(registry, readiness, health))
         .with_graceful_shutdown(shutdown)
         .await
 }
@@ -171,6 +193,7 @@ async fn serve_on(
 #[cfg(test)]
 mod tests {
     use super::{OPENMETRICS_CONTENT_TYPE, Readiness, spawn};
+    use crate::runtime::health::{Ended, Health};
     use crate::runtime::metrics::OperatorMetrics;
     use prometheus_client::registry::Registry;
     use std::sync::Arc;
@@ -186,11 +209,13 @@ mod tests {
         metrics.reconcile_error("server", "kube");
         metrics.drift_corrected("server");
         let readiness = Readiness::default();
+        let health = Health::default();
         let stop = CancellationToken::new();
         let (addr, task) = spawn(
             "127.0.0.1:0".parse().expect("addr"),
             Arc::new(registry),
             readiness.clone(),
+            health.clone(),
             stop.clone().cancelled_owned(),
         )
         .await
@@ -259,7 +284,13 @@ mod tests {
             "{plain}"
         );
 
-        assert_eq!(get("/healthz").await.0, 200);
+        assert_eq!(get("/healthz").await, (200, ctype_text(), "ok\n".into()));
+        // Liveness is the parts' truth: one dead for good fails it, by name.
+        health.up("writer");
+        health.failed("writer", Ended::Panicked, 6);
+        let (status, _, body) = get("/healthz").await;
+        assert_eq!(status, 503, "{body}");
+        assert!(body.starts_with("not live: writer\n"), "{body}");
         assert_eq!(get("/readyz").await.0, 503);
         // A standby that reaches the API server is ready without caches (it has none).
         readiness.set_standby();

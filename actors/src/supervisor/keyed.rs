@@ -9,6 +9,7 @@ use super::config::SupervisorConfig;
 use super::factory::ChildFactory;
 use super::messages::SupervisorMsg;
 use super::state::SupervisorState;
+use crate::runtime::faults::FaultPoint;
 
 /// Supervises one child actor per [`ObjectKey`](crate::key::ObjectKey), built by `F`.
 ///
@@ -31,6 +32,8 @@ use super::state::SupervisorState;
 pub struct KeyedSupervisor<F: ChildFactory> {
     factory: Arc<F>,
     config: SupervisorConfig,
+    /// Test hooks only: where an armed fault meets the supervisor (docs/adr/0017-liveness.md).
+    fault: FaultPoint,
 }
 
 impl<F: ChildFactory> KeyedSupervisor<F> {
@@ -39,7 +42,13 @@ impl<F: ChildFactory> KeyedSupervisor<F> {
         Self {
             factory: Arc::new(factory),
             config,
+            fault: FaultPoint::default(),
         }
+    }
+
+    /// The same, meeting the faults the test hooks arm at `fault`.
+    pub fn with_fault_point(self, fault: FaultPoint) -> Self {
+        Self { fault, ..self }
     }
 }
 
@@ -68,13 +77,18 @@ impl<F: ChildFactory> Actor for KeyedSupervisor<F> {
         ))
     }
 
-    /// Never returns `Err`: a supervisor that failed would take every child down with it.
+    /// Never returns `Err`: a supervisor that failed would take every child down with it
+    /// (the operator restarts the root if it panics, `supervisor/part.rs`).
     async fn handle(
         &self,
         myself: ActorRef<Self::Msg>,
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        if self.fault.reached().await {
+            // Without a reason: as an actor that stopped on its own (the test hook's `end`).
+            myself.stop(None);
+        }
         state.handle(&myself, msg);
         Ok(())
     }

@@ -65,6 +65,11 @@ pub enum SupervisorMsg<F: ChildFactory> {
     /// Nudge every running child and start every passive one (something all of them depend
     /// on changed: their server's credentials, its data).
     NudgeAll,
+    /// Remove every child whose key is not in the set: a restarted routing writer tells each
+    /// host what its rebuilt index places there (docs/adr/0017-liveness.md).
+    Retain(std::collections::BTreeSet<ObjectKey>),
+    /// Answer at once: the stall watchdog's question (`runtime/watchdog.rs`).
+    Ping(RpcReplyPort<()>),
 }
 
 impl<F: ChildFactory> fmt::Debug for SupervisorMsg<F> {
@@ -83,6 +88,8 @@ impl<F: ChildFactory> fmt::Debug for SupervisorMsg<F> {
             Self::Released { key, .. } => write!(f, "Released({key})"),
             Self::Wake => write!(f, "Wake"),
             Self::NudgeAll => write!(f, "NudgeAll"),
+            Self::Retain(keys) => write!(f, "Retain({})", keys.len()),
+            Self::Ping(_) => write!(f, "Ping"),
         }
     }
 }

@@ -16,7 +16,10 @@
 //! - [`KeyedSupervisor`] and [`SupervisorMsg`]: the actor and its protocol.
 //! - [`SupervisorMetrics`]: `actor_restarts_total`, `actors_active`, `actor_mailbox_depth`,
 //!   `actors_crash_looping`, each by `kind`.
+//! - [`part`] and [`actor_part`]: the same policy for the leader's parts there is one of
+//!   (the root, the holding host, the writer, each watch), recorded for `/healthz`.
 
+pub mod actor_part;
 mod child;
 pub mod coalesce;
 mod config;
@@ -25,6 +28,7 @@ mod host;
 mod keyed;
 mod messages;
 mod metrics;
+pub mod part;
 pub mod restart_policy;
 mod state;
 

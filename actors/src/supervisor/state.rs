@@ -135,6 +135,20 @@ impl<F: ChildFactory> SupervisorState<F> {
             SupervisorMsg::Released { key, incarnation } => self.released(&key, incarnation),
             SupervisorMsg::Wake => self.wake(myself),
             SupervisorMsg::NudgeAll => self.nudge_all(),
+            SupervisorMsg::Retain(keep) => {
+                let gone: Vec<ObjectKey> = self
+                    .children
+                    .keys()
+                    .filter(|k| !keep.contains(*k))
+                    .cloned()
+                    .collect();
+                for key in gone {
+                    self.remove_because(&key, "not placed under this host any more");
+                }
+            }
+            SupervisorMsg::Ping(reply) => {
+                let _ = reply.send(());
+            }
         }
     }
 
@@ -425,11 +439,15 @@ impl<F: ChildFactory> SupervisorState<F> {
 
     /// `Remove`: stop the child and forget it.
     pub fn remove(&mut self, key: &ObjectKey) {
+        self.remove_because(key, "object removed");
+    }
+
+    fn remove_because(&mut self, key: &ObjectKey, why: &'static str) {
         let Some((key, child)) = self.take(key) else {
             return;
         };
-        tracing::info!(kind = self.factory.kind(), %key, "object removed; stopping its actor");
-        self.leave_phase(child.phase, Some("object removed"));
+        tracing::info!(kind = self.factory.kind(), %key, why, "stopping its actor");
+        self.leave_phase(child.phase, Some(why));
     }
 
     /// `Reset`: forget the history; start the child if it is not running.

@@ -4,7 +4,9 @@
 //! its condition; the writer moves them under their server when it appears or consents.
 //!
 //! It does no IO and has no failing path: a child's failure is its table's business, and the
-//! host itself never returns an error.
+//! host itself never returns an error. Should it panic all the same (a bug), the operator
+//! spawns it again and it adopts its children from the routing index (`supervisor/
+//! actor_part.rs`, docs/adr/0017-liveness.md).
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 
@@ -13,11 +15,17 @@ use super::messages::ChildrenMsg;
 use super::parent::Parent;
 use super::writer::{HostRef, Writer};
 use crate::routing::Host;
+use crate::runtime::faults::FaultPoint;
+use crate::supervisor::actor_part::Current;
 
 #[derive(Debug)]
 pub struct HoldingActor {
     pub setup: ChildSetup,
     pub writer: Writer,
+    /// Where the writer finds the running incarnation.
+    pub current: Current<Option<ActorRef<ChildrenMsg>>>,
+    /// Test hooks only: where an armed fault meets the host.
+    pub fault: FaultPoint,
 }
 
 pub struct HoldingState {
@@ -42,6 +50,9 @@ impl Actor for HoldingActor {
         myself: ActorRef<ChildrenMsg>,
         _: (),
     ) -> Result<HoldingState, ActorProcessingErr> {
+        // Published before it asks for its children: whatever the writer sends after their
+        // adoption reaches this incarnation.
+        self.current.set(Some(myself.clone()));
         self.writer
             .adopt(Host::Holding, HostRef::Holding(myself.clone()));
         Ok(HoldingState {
@@ -51,10 +62,14 @@ impl Actor for HoldingActor {
 
     async fn handle(
         &self,
-        _myself: ActorRef<ChildrenMsg>,
+        myself: ActorRef<ChildrenMsg>,
         msg: ChildrenMsg,
         state: &mut HoldingState,
     ) -> Result<(), ActorProcessingErr> {
+        if self.fault.reached().await {
+            // Without a reason: as an actor that stopped on its own (the test hook's `end`).
+            myself.stop(None);
+        }
         state.children.handle(msg);
         Ok(())
     }

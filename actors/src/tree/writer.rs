@@ -2,17 +2,23 @@
 //! index's commands to the actors (docs/design.md §5, ADR 0008). One task and one channel:
 //! events and hosts' adoption requests are handled in order, so a host that (re)starts adopts
 //! exactly the children the index places under it, and every later event reaches it.
+//!
+//! It is a supervised part (`supervisor/part.rs`, docs/adr/0017-liveness.md): the channel
+//! outlives an incarnation that panics, and the next one rebuilds its index from the caches
+//! (each object in them was also sent here, so nothing it lacks is news), tells every host
+//! which children it places there (a move the lost message made is undone), and goes on
+//! with the messages that waited.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use kube::ResourceExt as _;
 use kube::runtime::reflector::ObjectRef;
 use ractor::ActorRef;
 use terdut_crds::v1alpha1::TerdutServer;
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
-use tracing::debug;
+use tracing::{debug, info};
 
 pub use super::messages::Registry;
 use super::messages::{ChildrenMsg, ServerMsg};
@@ -24,6 +30,8 @@ use crate::routing::facts::{server_facts, source_facts, team_facts};
 use crate::routing::{
     ChildKind, Command, Host, Index, Listed, ServerFacts, SourceFacts, TeamFacts,
 };
+use crate::supervisor::actor_part::Current;
+use crate::supervisor::part::{Incarnation, Part};
 use crate::supervisor::{CallError, SupervisorMsg, SupervisorSnapshot};
 
 /// What an informer saw, as the index takes it.
@@ -133,6 +141,8 @@ pub trait ServerRoot: Send + Sync + 'static {
     /// Ensure the actor of TerdutServer `key`, for an event at `at`.
     fn ensure(&self, key: ObjectKey, server: Arc<TerdutServer>, at: tokio::time::Instant);
     fn remove(&self, key: ObjectKey);
+    /// Stop every server actor but those of `keep` (a restarted writer's index).
+    fn retain(&self, keep: BTreeSet<ObjectKey>);
 }
 
 enum WriterMsg {
@@ -145,6 +155,10 @@ enum WriterMsg {
         key: ObjectKey,
         reply: oneshot::Sender<Option<HostRef>>,
     },
+    /// The root supervisor (re)started: ensure every server actor the index knows.
+    AdoptServers,
+    /// The stall watchdog's question (`runtime/watchdog.rs`).
+    Ping(oneshot::Sender<()>),
 }
 
 /// The informers' and hosts' handle on the writer; cheap to clone.
@@ -159,6 +173,8 @@ impl std::fmt::Debug for WriterMsg {
             Self::Seen(s, _) => write!(f, "Seen({s:?})"),
             Self::Adopt(h, _) => write!(f, "Adopt({h:?})"),
             Self::Locate { kind, key, .. } => write!(f, "Locate({kind:?}, {key})"),
+            Self::AdoptServers => f.write_str("AdoptServers"),
+            Self::Ping(_) => f.write_str("Ping"),
         }
     }
 }
@@ -191,12 +207,25 @@ impl Writer {
         self.tx.send(WriterMsg::Locate { kind, key, reply }).ok()?;
         rx.await.ok().flatten()
     }
+
+    /// The root supervisor (re)started and wants every server actor.
+    pub fn adopt_servers(&self) {
+        let _ = self.tx.send(WriterMsg::AdoptServers);
+    }
+
+    /// A question answered once the writer took every message sent before it.
+    pub fn ping(&self) -> Option<oneshot::Receiver<()>> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(WriterMsg::Ping(reply)).ok()?;
+        Some(rx)
+    }
 }
 
 /// What the writer task needs.
 pub struct Outlets {
     pub root: Box<dyn ServerRoot>,
-    pub holding: ActorRef<ChildrenMsg>,
+    /// The holding host's running incarnation.
+    pub holding: Current<Option<ActorRef<ChildrenMsg>>>,
     pub registry: Registry,
     pub stores: Stores,
     /// `false`: something else reconciles teams and sources (the benchmark's baselines); the
@@ -215,54 +244,176 @@ impl std::fmt::Debug for Outlets {
     }
 }
 
-/// Runs the writer until every [`Writer`] is dropped.
-pub fn spawn(inbox: Inbox, outlets: Outlets) -> JoinHandle<()> {
-    let Inbox(mut rx) = inbox;
-    tokio::spawn(async move {
-        let mut index = Index::default();
-        let mut scope = Scope(outlets.scoped.then(BTreeSet::new));
-        while let Some(msg) = rx.recv().await {
-            match msg {
-                WriterMsg::Seen(Seen::Scope(change), at) => {
-                    for seen in scope.change(change, &outlets.stores) {
-                        for command in apply(&mut index, seen) {
-                            outlets.deliver(command, at);
-                        }
-                    }
-                }
-                WriterMsg::Seen(seen, at) => {
-                    let Some(seen) = scope.filter(seen) else {
-                        continue;
-                    };
-                    for command in apply(&mut index, seen) {
+/// The writer as a supervised part: runs until every [`Writer`] is dropped.
+pub struct WriterPart {
+    rx: mpsc::UnboundedReceiver<WriterMsg>,
+    outlets: Outlets,
+    scope: Scope,
+    /// An incarnation ran before: the next one rebuilds its index.
+    restarted: bool,
+}
+
+impl std::fmt::Debug for WriterPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriterPart").finish_non_exhaustive()
+    }
+}
+
+impl WriterPart {
+    pub fn new(inbox: Inbox, outlets: Outlets) -> Self {
+        let Inbox(rx) = inbox;
+        let scope = Scope(outlets.scoped.then(BTreeSet::new));
+        Self {
+            rx,
+            outlets,
+            scope,
+            restarted: false,
+        }
+    }
+
+    fn handle(&mut self, index: &mut Index, msg: WriterMsg) {
+        let outlets = &self.outlets;
+        match msg {
+            WriterMsg::Seen(Seen::Scope(change), at) => {
+                for seen in self.scope.change(change, &outlets.stores) {
+                    for command in apply(index, seen) {
                         outlets.deliver(command, at);
                     }
                 }
-                WriterMsg::Adopt(host, actor) => {
-                    let (teams, sources) = index.children_of(&host);
-                    debug!(
-                        ?host,
-                        teams = teams.len(),
-                        sources = sources.len(),
-                        "adopting"
-                    );
-                    let at = tokio::time::Instant::now();
-                    for key in teams {
-                        outlets.ensure_child(ChildKind::Team, key, &actor, at);
-                    }
-                    for key in sources {
-                        outlets.ensure_child(ChildKind::Source, key, &actor, at);
-                    }
-                }
-                WriterMsg::Locate { kind, key, reply } => {
-                    let host = index
-                        .host_of(kind, &key)
-                        .and_then(|host| outlets.host(host));
-                    let _ = reply.send(host);
+            }
+            WriterMsg::Seen(seen, at) => {
+                let Some(seen) = self.scope.filter(seen) else {
+                    return;
+                };
+                for command in apply(index, seen) {
+                    outlets.deliver(command, at);
                 }
             }
+            WriterMsg::Adopt(host, actor) => {
+                let (teams, sources) = index.children_of(&host);
+                debug!(
+                    ?host,
+                    teams = teams.len(),
+                    sources = sources.len(),
+                    "adopting"
+                );
+                let at = tokio::time::Instant::now();
+                for key in teams {
+                    outlets.ensure_child(ChildKind::Team, key, &actor, at);
+                }
+                for key in sources {
+                    outlets.ensure_child(ChildKind::Source, key, &actor, at);
+                }
+            }
+            WriterMsg::Locate { kind, key, reply } => {
+                let host = index
+                    .host_of(kind, &key)
+                    .and_then(|host| outlets.host(host));
+                let _ = reply.send(host);
+            }
+            WriterMsg::AdoptServers => {
+                let at = tokio::time::Instant::now();
+                let servers: Vec<ObjectKey> = index.servers().cloned().collect();
+                debug!(servers = servers.len(), "the root adopts its server actors");
+                for key in servers {
+                    outlets.deliver(Command::EnsureServer(key), at);
+                }
+            }
+            WriterMsg::Ping(reply) => {
+                let _ = reply.send(());
+            }
         }
-    })
+    }
+
+    /// A fresh index from the caches, and every host told what it places there.
+    fn rebuild(&mut self, index: &mut Index) {
+        let at = tokio::time::Instant::now();
+        let everything = everything(&self.outlets.stores);
+        let objects = everything.len();
+        for seen in everything {
+            let Some(seen) = self.scope.filter(seen) else {
+                continue;
+            };
+            for command in apply(index, seen) {
+                self.outlets.deliver(command, at);
+            }
+        }
+        self.outlets.root.retain(index.servers().cloned().collect());
+        let mut hosts = vec![Host::Holding];
+        hosts.extend(
+            self.outlets
+                .registry
+                .iter()
+                .map(|r| Host::Server(r.key().clone())),
+        );
+        for host in hosts {
+            let Some(actor) = self.outlets.host(&host) else {
+                continue;
+            };
+            if !self.outlets.children {
+                continue;
+            }
+            let (teams, sources) = index.children_of(&host);
+            actor.send(ChildrenMsg::Teams(SupervisorMsg::Retain(
+                teams.into_iter().collect(),
+            )));
+            actor.send(ChildrenMsg::Sources(SupervisorMsg::Retain(
+                sources.into_iter().collect(),
+            )));
+        }
+        info!(
+            objects,
+            "the routing writer restarted: its index rebuilt from the caches"
+        );
+    }
+}
+
+impl Part for WriterPart {
+    fn name(&self) -> &str {
+        "writer"
+    }
+
+    fn run(&mut self) -> Incarnation<'_> {
+        Box::pin(async move {
+            let mut index = Index::default();
+            if std::mem::replace(&mut self.restarted, true) {
+                self.rebuild(&mut index);
+            }
+            while let Some(msg) = self.rx.recv().await {
+                self.handle(&mut index, msg);
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Everything the caches hold, as the index takes it, dependencies first (a namespace's
+/// labels before its teams, a team before its sources).
+fn everything(stores: &Stores) -> Vec<Seen> {
+    let mut out: Vec<Seen> = stores
+        .namespaces
+        .state()
+        .iter()
+        .map(|ns| Seen::Namespace {
+            name: ns.name_any(),
+            labels: Some(ns.labels().clone()),
+        })
+        .collect();
+    out.extend(stores.servers.state().iter().map(|s| Seen::Server {
+        key: ObjectKey::of(s.as_ref()),
+        facts: Some(server_facts(s)),
+    }));
+    out.extend(stores.teams.state().iter().map(|t| Seen::Team {
+        key: ObjectKey::of(t.as_ref()),
+        facts: Some(team_facts(t)),
+        own_version: false,
+    }));
+    out.extend(stores.sources.state().iter().map(|s| Seen::Source {
+        key: ObjectKey::of(s.as_ref()),
+        facts: Some(source_facts(s)),
+        own_version: false,
+    }));
+    out
 }
 
 /// The namespaces this instance reconciles: every one (`None`), or those selected. An object
@@ -425,7 +576,7 @@ impl Outlets {
                 .registry
                 .get(key)
                 .map(|actor| HostRef::Server(actor.clone())),
-            Host::Holding => Some(HostRef::Holding(self.holding.clone())),
+            Host::Holding => self.holding.get().map(HostRef::Holding),
         }
     }
 

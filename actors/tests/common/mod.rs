@@ -18,11 +18,16 @@ use terdut_testenv::ControlPlane;
 /// The operator of this test binary.
 pub struct TestOperator {
     pub ctx: Ctx,
-    /// The root supervisor of the server actors.
-    pub servers: ractor::ActorRef<SupervisorMsg<ServerFactory>>,
     /// The whole tree: where each team and source actor lives, and what its host knows.
     pub tree: terdut_actors::operator::Tree,
     pub registry: Arc<prometheus_client::registry::Registry>,
+}
+
+impl TestOperator {
+    /// The root supervisor of the server actors (its running incarnation).
+    pub fn servers(&self) -> ractor::ActorRef<SupervisorMsg<ServerFactory>> {
+        self.tree.servers()
+    }
 }
 
 static OPERATOR: OnceLock<TestOperator> = OnceLock::new();
@@ -58,7 +63,6 @@ pub async fn operator() -> &'static TestOperator {
                 let (running, registry) = start_operator(&kubeconfig, test_config()).await;
                 let _ = tx.send(TestOperator {
                     ctx: running.ctx.clone(),
-                    servers: running.tree.servers.clone(),
                     tree: running.tree.clone(),
                     registry,
                 });
@@ -135,6 +139,9 @@ pub async fn start_operator(
         restart_policy: test_policy(),
         clock: Arc::new(SystemClock),
         instance: "test".into(),
+        health: Default::default(),
+        // Test hooks on, as in `test_config`: the liveness tests arm faults on the parts.
+        faults: terdut_actors::runtime::faults::Faults::enabled(),
     };
     let mut running = operator::start(clients, metrics, opts).await.unwrap();
     running.wait_synced().await;

@@ -86,7 +86,8 @@ impl Forwards {
         }
     }
 
-    async fn url(&self, target: &str, ns: &str, port: u16) -> anyhow::Result<String> {
+    /// A forward to `target` (`pod/<name>`, `svc/<name>`) in `ns` on `port`, as a base URL.
+    pub async fn url(&self, target: &str, ns: &str, port: u16) -> anyhow::Result<String> {
         let key = format!("{ns}/{target}:{port}");
         let alive = {
             let mut running = self

@@ -34,7 +34,7 @@ pub async fn holder(run: &Run) -> anyhow::Result<String> {
         .ok_or_else(|| anyhow::anyhow!("nobody holds the Lease"))
 }
 
-async fn operator_pods(run: &Run) -> anyhow::Result<Vec<String>> {
+pub(super) async fn operator_pods(run: &Run) -> anyhow::Result<Vec<String>> {
     Ok(Api::<Pod>::namespaced(run.client.clone(), NAMESPACE)
         .list(&ListParams::default().labels(&format!(
             "app.kubernetes.io/name=terdut-operator,app.kubernetes.io/instance={RELEASE}"
@@ -48,7 +48,7 @@ async fn operator_pods(run: &Run) -> anyhow::Result<Vec<String>> {
 }
 
 /// Sets a team's displayName (a merge patch, as `kubectl patch` would).
-async fn rename(run: &Run, ns: &str, team: &str, display: &str) -> anyhow::Result<()> {
+pub(super) async fn rename(run: &Run, ns: &str, team: &str, display: &str) -> anyhow::Result<()> {
     Api::<TerdutTeam>::namespaced(run.client.clone(), ns)
         .patch(
             team,
@@ -60,7 +60,12 @@ async fn rename(run: &Run, ns: &str, team: &str, display: &str) -> anyhow::Resul
 }
 
 /// Whether the server shows the team `ns/team` under `display`.
-async fn server_shows(run: &Run, ns: &str, team: &str, display: &str) -> anyhow::Result<bool> {
+pub(super) async fn server_shows(
+    run: &Run,
+    ns: &str,
+    team: &str,
+    display: &str,
+) -> anyhow::Result<bool> {
     let state = run.admin().await?.state().await?;
     Ok(state
         .team_by_external_id(&format!("{ns}/{team}"))

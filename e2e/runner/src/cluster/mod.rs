@@ -1,13 +1,15 @@
 //! The scenario on a cluster with a kubelet (`just e2e-node`, `just e2e`): the chart installed
 //! with Helm, the TerdutServer of docs/examples running the stand-in image and turning Ready,
 //! the golden path through the Service's DNS name, then key rotation, the disruption budgets,
-//! leader failover and a rolling restart, a real Prometheus, and everything deleted.
+//! leader failover and a rolling restart, a real Prometheus, liveness (a stalled leader
+//! restarted by the kubelet), and everything deleted.
 
 pub mod dashboard;
 pub mod disruption;
 pub mod helm;
 pub mod ingest;
 pub mod leader;
+pub mod liveness;
 pub mod prometheus;
 pub mod rotation;
 
@@ -117,6 +119,7 @@ pub async fn scenario(run: &Run, helm: &Helm, images: &Images, keep: bool) -> an
     golden::wait_teams_and_sources(run, Duration::from_secs(120)).await?;
     prometheus::check(run).await?;
     dashboard::check(run).await?;
+    liveness::check(run, helm).await?;
 
     golden::delete_teams_and_sources(run)?;
     golden::check_server_empty(run).await?;
