@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Moves the public base images' digest pins in Dockerfile and e2e/standin/Dockerfile to what
+# their tags name today, on a machine that reaches docker.io and gcr.io (the project's own
+# machines reach no container registry: there `just images` assembles the bases locally and
+# `just release` records their digests instead). Review the diff, then commit it: the next
+# release builds on exactly those bytes.
+#   e2e/images/pin-bases.sh          rewrite the pins
+#   e2e/images/pin-bases.sh --check  only check that both Dockerfiles pin the same digests
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+files=(Dockerfile e2e/standin/Dockerfile)
+
+pins() { grep -hE '^ARG (BUILDER|RUNTIME)=' "$@" | sort -u; }
+
+check() {
+  local want got f
+  want=$(pins "${files[0]}")
+  for f in "${files[@]}"; do
+    got=$(pins "$f")
+    [ "$got" = "$want" ] || { echo "pin-bases: $f pins other bases than ${files[0]}:" >&2; diff <(echo "$want") <(echo "$got") >&2; exit 1; }
+    if grep -E '^ARG (BUILDER|RUNTIME)=' "$f" | grep -vqE '@sha256:[0-9a-f]{64}$'; then
+      echo "pin-bases: $f has a base without a digest:" >&2
+      grep -E '^ARG (BUILDER|RUNTIME)=' "$f" >&2
+      exit 1
+    fi
+  done
+}
+
+if [ "${1:-}" = --check ]; then
+  check
+  exit 0
+fi
+
+CRANE=$(bash e2e/control-plane/release-tools.sh crane)/crane
+while IFS= read -r line; do
+  arg=${line%%=*}; arg=${arg#ARG }
+  ref=${line#*=}; tag=${ref%@*}
+  digest=$("$CRANE" digest "$tag")
+  echo "$arg: $tag@$digest" >&2
+  for f in "${files[@]}"; do
+    sed -i -E "s|^ARG $arg=.*$|ARG $arg=$tag@$digest|" "$f"
+  done
+done < <(pins "${files[0]}")
+check
+git --no-pager diff --stat -- "${files[@]}"
