@@ -55,7 +55,7 @@ def main():
     p.add_argument("output")
     p.add_argument("names", nargs="*")
     p.add_argument("--epoch", type=int, required=True)
-    a = p.parse_args()
+    a = p.parse_intermixed_args()
     (repack if a.mode == "repack" else pack)(a)
     return 0
 
