@@ -22,6 +22,7 @@ mod metrics;
 mod node;
 mod reach;
 mod run;
+mod tracking;
 mod wait;
 
 use std::path::PathBuf;

@@ -195,8 +195,9 @@ async fn pulled_by_digest(
 ) -> anyhow::Result<()> {
     let container = dep
         .spec
+        .template
+        .spec
         .as_ref()
-        .and_then(|s| s.template.spec.as_ref())
         .and_then(|p| p.containers.first());
     let image = container.and_then(|c| c.image.clone()).unwrap_or_default();
     let policy = container

@@ -106,6 +106,7 @@ pub async fn scenario(run: &Run, helm: &Helm, images: &Images, keep: bool) -> an
         &waited,
     );
     golden::verify_on_server(run).await?;
+    crate::tracking::check(run).await?;
     metrics::check(run, &leader_metrics_url(run).await?).await?;
     ingest::check(run).await?;
     if keep {
