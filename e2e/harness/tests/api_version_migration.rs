@@ -1,4 +1,4 @@
-//! The v1alpha1 → v1beta1 plan of docs/adr/0013-api-version-plan.md, step by step against a real
+//! The v1alpha1 → v1beta1 plan of docs/adr/0015-api-version-plan.md, step by step against a real
 //! kube-apiserver, on a copy of the CRDs with a second version (same schema, conversion
 //! `None`): objects made at v1alpha1; the CRDs serve both with v1beta1 stored; the storage
 //! migration (every object read and written back, `kubectl get -o json | kubectl replace`);
