@@ -51,12 +51,13 @@ DIST=$(cd "$DIST" && pwd) WORK=$(cd "$WORK" && pwd)
 DOCKER=$(bash e2e/images/engine.sh)
 BIN=$(bash e2e/control-plane/build.sh path)
 
-# The bases, by digest.
+# The bases, by digest. The Dockerfiles' public defaults must be pinned whichever bases this
+# build takes: they are what a user's `docker build` and the forge's workflow get.
+bash e2e/images/pin-bases.sh --check
 if [ "${BASES:-local}" = local ]; then
   eval "$(bash e2e/images/bases.sh | tail -1)"   # BUILDER=... RUNTIME=...
   base_name=$RUNTIME base_digest=""
 else
-  bash e2e/images/pin-bases.sh --check
   RUNTIME=$(sed -n 's/^ARG RUNTIME=//p' Dockerfile)
   BUILDER=$(sed -n 's/^ARG BUILDER=//p' Dockerfile)
   base_name=${RUNTIME%@*} base_digest=${RUNTIME#*@}
