@@ -135,7 +135,11 @@ pub(crate) fn first_sentence(text: &str) -> String {
             return format!("{cut}…");
         }
         out.push_str(w);
-        let abbreviation = matches!(w, "e.g." | "i.e." | "etc." | "vs.");
+        // "(e.g." and "(i.e." too: Kubernetes' texts open asides with them.
+        let abbreviation = matches!(
+            w.trim_start_matches(['(', '[', '"', '`']),
+            "e.g." | "i.e." | "etc." | "vs."
+        );
         if w.ends_with('.') && !abbreviation {
             break;
         }
@@ -156,6 +160,10 @@ mod tests {
         assert_eq!(
             first_sentence("A label key, e.g. `zone`. Then more."),
             "A label key, e.g. `zone`."
+        );
+        assert_eq!(
+            first_sentence("Pod affinity rules (e.g. co-locate this pod). More."),
+            "Pod affinity rules (e.g. co-locate this pod)."
         );
         assert_eq!(first_sentence("no period at all"), "no period at all");
         let long = "word ".repeat(100);
