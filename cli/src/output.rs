@@ -30,7 +30,7 @@ pub fn render(tree: &Tree, format: Format) -> anyhow::Result<String> {
     Ok(text)
 }
 
-/// `{"servers": [...], "teamsWithoutServer": ..., "summary": {...}}`: every server with its
+/// `{"servers": [...], "sourcesWithoutTeam": [...], "summary": {...}}`: every server with its
 /// teams and their sources nested, a server that could not be read as `found: false`.
 pub fn to_value(tree: &Tree) -> Value {
     let mut summary = Summary::default();
