@@ -50,6 +50,17 @@ lint: tools
 krew:
     bash cli/krew/package.sh
 
+# The workspace's version: what the binaries print, and the release `just test` builds.
+version := `cargo metadata --no-deps --format-version 1 2>/dev/null | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="terdut-operator"))' 2>/dev/null || true`
+
+# The image as an OCI archive on digest-pinned bases, the chart, kubectl-terdut's archive and
+# krew manifest, the SBOMs, CHANGELOG.md and SHA256SUMS, into target/dist/VERSION; pushes
+# nothing (docs/releasing.md; release/publish.sh pushes).
+# Every artifact of a release, from a clean tree.
+release VERSION: tools
+    bash e2e/control-plane/release-tools.sh all >/dev/null
+    bash release/release.sh {{VERSION}}
+
 # RustSec advisories, nothing ignored: fetched where github.com answers, else offline from the
 # snapshot the repository carries (e2e/advisories/; refresh: `bash e2e/advisories.sh refresh`;
 # docs/adr/0003-supply-chain.md).
@@ -69,7 +80,8 @@ test: tools lint audit sbom
     rm -rf {{audit_dir}} && mkdir -p {{audit_dir}}
     TERDUT_AUDIT_DIR={{audit_dir}} PROPTEST_RNG_SEED=20261129 cargo test --workspace --no-fail-fast
     TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/e2e-local.sh
-    TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/e2e-node.sh
+    just release {{version}}
+    RELEASE_DIR=target/dist/{{version}} TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/e2e-node.sh
     TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/chaos.sh
     just rbac-audit
 
@@ -127,7 +139,8 @@ node: tools
 images:
     bash e2e/images/build.sh
 
-# helm install of the image built here on a single-node cluster of this machine, the golden
+# The release (of the working tree) pushed to an OCI registry beside a single-node cluster of
+# this machine, `helm install oci://...` with containerd pulling the image by digest, the golden
 # path through Service DNS, key rotation, disruption budgets, leader failover, a rolling
 # restart, a real Prometheus (docs/node.md; ~1 min once built).
 # The e2e scenario in pods, as a user runs it.

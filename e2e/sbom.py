@@ -8,6 +8,10 @@ purl, licence expression, SHA-256 from the registry and the dependency edges. Th
 checked: a component per reachable crate, no registry crate without a checksum or a licence.
 
 Usage: e2e/sbom.py [--package terdut-operator] [--platform x86_64-unknown-linux-gnu] [--out F]
+                   [--version V]
+With SOURCE_DATE_EPOCH set (`just release` sets the commit's time) the file is the same bytes for
+the same inputs: that time is its timestamp and its serial number is derived from the package,
+the version and the time. --version names the release (default: the crate's version).
 Stdlib only.
 """
 import argparse
@@ -29,6 +33,7 @@ def parse_args():
     # The release image's binary is glibc-dynamic (Dockerfile); the graph differs per platform.
     p.add_argument("--platform", default="x86_64-unknown-linux-gnu")
     p.add_argument("--out", help="default: target/sbom/<package>.cdx.json")
+    p.add_argument("--version", help="the release's version (default: the crate's)")
     return p.parse_args()
 
 
@@ -103,13 +108,21 @@ def build(a):
         deps.append({"ref": pid, "dependsOn": edges})
     main = component(packages[root], checksums)
     main["type"] = "application"
+    if a.version:
+        main["version"] = a.version
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch:
+        when = datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc)
+        serial = uuid.uuid5(uuid.NAMESPACE_URL, f"terdut-operator/{a.package}@{main['version']}/{epoch}")
+    else:
+        when, serial = datetime.datetime.now(datetime.timezone.utc), uuid.uuid4()
     return {
         "bomFormat": "CycloneDX",
         "specVersion": "1.5",
-        "serialNumber": f"urn:uuid:{uuid.uuid4()}",
+        "serialNumber": f"urn:uuid:{serial}",
         "version": 1,
         "metadata": {
-            "timestamp": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
+            "timestamp": when.replace(microsecond=0).isoformat(),
             "tools": {"components": [{"type": "application", "name": "e2e/sbom.py (cargo metadata)"}]},
             "component": main,
             "properties": [{"name": "cargo:target", "value": a.platform}],

@@ -34,6 +34,9 @@ pub enum Command {
         /// Every namespace.
         #[arg(short = 'A', long)]
         all_namespaces: bool,
+        /// The tree as data instead of a table.
+        #[arg(short = 'o', long, value_enum)]
+        output: Option<crate::output::Format>,
     },
     /// Conditions, last Events, the operator's plan and the runbook rows of one object.
     Why {
@@ -48,7 +51,7 @@ pub enum Command {
         #[command(subcommand)]
         what: Rotate,
     },
-    /// Stop reconciling a TerdutTeam (terdut.ryuvia.com/paused=true).
+    /// Stop reconciling an object: server, team or source (terdut.ryuvia.com/paused=true).
     Pause {
         #[command(flatten)]
         target: Target,
@@ -62,6 +65,18 @@ pub enum Command {
     Reconcile {
         #[command(flatten)]
         target: Target,
+    },
+    /// A shell completion script (`kubectl`: the kubectl_complete-terdut executable kubectl
+    /// runs for `kubectl terdut <TAB>`).
+    Completion {
+        #[arg(value_enum)]
+        shell: crate::complete::Shell,
+    },
+    /// Candidates for the words typed so far, in Cobra's format (kubectl_complete-terdut).
+    #[command(name = "__complete", hide = true)]
+    Complete {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        words: Vec<String>,
     },
 }
 
@@ -128,5 +143,22 @@ mod tests {
             panic!()
         };
         assert_eq!(target.resolve().unwrap().kind, Kind::Team);
+    }
+
+    #[test]
+    fn status_takes_an_output_format() {
+        let cli = Cli::try_parse_from(["kubectl-terdut", "status", "-A", "-o", "yaml"]).unwrap();
+        let Command::Status { output, .. } = cli.command else {
+            panic!()
+        };
+        assert_eq!(output, Some(crate::output::Format::Yaml));
+        assert!(Cli::try_parse_from(["kubectl-terdut", "status", "-o", "wide"]).is_err());
+        // The hidden completion entry takes whatever was typed, flags included.
+        let cli =
+            Cli::try_parse_from(["kubectl-terdut", "__complete", "status", "-o", ""]).unwrap();
+        let Command::Complete { words } = cli.command else {
+            panic!()
+        };
+        assert_eq!(words, ["status", "-o", ""]);
     }
 }

@@ -6,7 +6,9 @@ pub mod actions;
 pub mod age;
 pub mod args;
 pub mod collect;
+pub mod complete;
 pub mod kinds;
+pub mod output;
 pub mod runbook;
 pub mod status;
 pub mod table;
@@ -41,6 +43,37 @@ pub async fn client(cli: &Cli) -> anyhow::Result<Client> {
     Ok(Client::try_from(config)?)
 }
 
+/// The candidates for `__complete`: the plan, with object names read from the cluster (none when
+/// it cannot be read: completion never fails loudly).
+async fn completions(client: &Client, cli: &Cli, words: &[String]) -> String {
+    match complete::plan(words) {
+        complete::Want::Words(list, directive) => complete::cobra(&list, directive),
+        complete::Want::Objects {
+            kind,
+            namespace,
+            prefix,
+            lead,
+        } => {
+            let ns = namespace
+                .or_else(|| cli.namespace.clone())
+                .unwrap_or_else(|| client.default_namespace().to_owned());
+            let names = kind
+                .api(client, Some(&ns))
+                .list_metadata(&kube::api::ListParams::default())
+                .await
+                .map(|l| l.items)
+                .unwrap_or_default();
+            let list: Vec<String> = names
+                .into_iter()
+                .filter_map(|o| o.metadata.name)
+                .filter(|n| n.starts_with(&prefix))
+                .map(|n| format!("{lead}{n}"))
+                .collect();
+            complete::cobra(&list, 4)
+        }
+    }
+}
+
 /// Runs one command; `confirm` is asked before a rotation.
 pub async fn run(
     client: &Client,
@@ -54,14 +87,21 @@ pub async fn run(
         .unwrap_or_else(|| client.default_namespace().to_owned());
     let target = |t: &args::Target| t.resolve().map_err(anyhow::Error::msg);
     match &cli.command {
-        Command::Status { all_namespaces } => {
+        Command::Status {
+            all_namespaces,
+            output,
+        } => {
             let scope = if *all_namespaces {
                 Scope::All
             } else {
                 Scope::Namespace(ns)
             };
             let inv = collect::inventory(client, &scope).await?;
-            Ok(status::render(&tree::build(inv), now))
+            let tree = tree::build(inv);
+            match output {
+                None => Ok(status::render(&tree, now)),
+                Some(format) => output::render(&tree, *format),
+            }
         }
         Command::Why { target: t, events } => {
             let t = target(t)?;
@@ -81,6 +121,8 @@ pub async fn run(
         Command::Pause { target: t } => actions::pause(client, &ns, &target(t)?).await,
         Command::Resume { target: t } => actions::resume(client, &ns, &target(t)?).await,
         Command::Reconcile { target: t } => actions::reconcile(client, &ns, &target(t)?, now).await,
+        Command::Completion { shell } => Ok(complete::script(*shell)),
+        Command::Complete { words } => Ok(completions(client, cli, words).await),
     }
     .map(|mut s| {
         if !s.ends_with('\n') {

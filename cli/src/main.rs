@@ -25,6 +25,21 @@ fn confirm(question: &str) -> bool {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // A completion script, and completion of anything but object names, need no cluster.
+    match &cli.command {
+        kubectl_terdut::Command::Completion { shell } => {
+            print!("{}", kubectl_terdut::complete::script(*shell));
+            return std::process::ExitCode::SUCCESS;
+        }
+        kubectl_terdut::Command::Complete { words } => {
+            use kubectl_terdut::complete::{Want, cobra, plan};
+            if let Want::Words(list, directive) = plan(words) {
+                print!("{}", cobra(&list, directive));
+                return std::process::ExitCode::SUCCESS;
+            }
+        }
+        _ => {}
+    }
     let result = async {
         let client = kubectl_terdut::client(&cli).await?;
         let now = k8s_openapi::jiff::Timestamp::now();

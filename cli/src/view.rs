@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::kinds::Kind;
 
-/// The annotation the operator's pause honours (TerdutTeam today).
+/// The annotation the operator's pause honours, on every kind.
 pub const PAUSE_ANNOTATION: &str = "terdut.ryuvia.com/paused";
 
 /// One `metav1.Condition`, as far as the plugin reads it.

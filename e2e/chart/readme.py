@@ -23,10 +23,13 @@ from `values.yaml` by `e2e/chart/readme.py`; edit the `# --` comments there, not
 ## Install
 
 ```sh
-helm install terdut-operator ./chart/terdut-operator --namespace terdut-system --create-namespace
+helm install terdut-operator oci://git.ryuvia.com/niklas/charts/terdut-operator --version {version} \\
+  --namespace terdut-system --create-namespace
 kubectl get terdut -A
 ```
 
+- Every release publishes this chart and the image it names by digest (`image.digest`); from a
+  mirror, set `image.repository` and keep the digest (installation.md in the repository's docs).
 - The CRDs come from the chart's `crds/` folder by default (installed once, never upgraded by
   Helm); with `crds.templated=true` and `--skip-crds` Helm upgrades them with the release
   (installation.md in the repository's docs, "Upgrading the CRDs").
@@ -118,12 +121,17 @@ def undocumented():
 
 
 def main():
+    global CHART
+    args = sys.argv[1:]
+    if args[:1] == ["--chart"]:
+        # A copy of the chart (`just release` writes the released version's README).
+        CHART, args = pathlib.Path(args[1]), args[2:]
     readme = CHART / "README.md"
     want = render()
     missing = undocumented()
     if missing:
         sys.exit("values.yaml keys without a `# --` comment: " + ", ".join(missing))
-    if sys.argv[1:] == ["--check"]:
+    if args == ["--check"]:
         if not readme.exists() or readme.read_text() != want:
             sys.exit(f"{readme} is stale: run `python3 e2e/chart/readme.py` and commit it")
         return

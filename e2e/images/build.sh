@@ -7,6 +7,9 @@
 # packages, so nothing is pulled; BASES=public uses the Dockerfiles' defaults (docker.io and
 # gcr.io). The build context is the working tree; SOURCE=HEAD builds the last commit instead
 # (`git archive`), which a tree in the middle of an edit cannot break.
+# ONLY=operator builds the operator image alone and saves no tar (`just release` takes it from
+# there); ARTIFACTS=DIR also writes the build stage's binaries to DIR (the Dockerfile's
+# `artifacts` stage, from the same cached build: kubectl-terdut for the release).
 # Prints the folder holding the tars; image sizes and build times go to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -47,6 +50,15 @@ build() {
   log "$ref built in $((SECONDS - t0)) s, $("$DOCKER" image inspect -f '{{.Size}}' "$ref" | awk '{printf "%.1f MB", $1/1e6}')"
 }
 build "terdut-operator:$TAG"
+if [ -n "${ARTIFACTS:-}" ]; then
+  mkdir -p "$ARTIFACTS"
+  t0=$SECONDS
+  (cd "$CONTEXT" && "$DOCKER" build --progress=plain "${args[@]}" --target artifacts \
+    --output "type=local,dest=$ARTIFACTS" . > "$CACHE/images/build-artifacts.log" 2>&1) ||
+    { tail -30 "$CACHE/images/build-artifacts.log" >&2; log "exporting the build stage's binaries failed"; exit 1; }
+  log "binaries of the build stage in $ARTIFACTS ($((SECONDS - t0)) s)"
+fi
+[ "${ONLY:-}" = operator ] && { echo "$OUT"; exit 0; }
 build "terdut-standin:$TAG" -f e2e/standin/Dockerfile --build-arg STANDIN_ADMIN=1
 
 # Prometheus for the scenario's scrape checks, from the pinned module (a static Go binary).

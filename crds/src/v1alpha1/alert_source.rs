@@ -24,7 +24,7 @@ use super::policy::{DeletionPolicy, Management};
     shortname = "tdas",
     category = "terdut",
     derive = "PartialEq",
-    doc = "One alert-ingest integration on a TerdutTeam; its webhook URL and key live in an owned Secret (docs/design.md §4.5).",
+    doc = "One alert-ingest integration on a TerdutTeam; its webhook URL and key live in a Secret the operator owns.",
     printcolumn(name = "Team", type_ = "string", json_path = ".spec.teamRef.name"),
     printcolumn(name = "Kind", type_ = "string", json_path = ".spec.kind"),
     printcolumn(
@@ -64,8 +64,8 @@ use super::policy::{DeletionPolicy, Management};
 pub struct TerdutAlertSourceSpec {
     /// The TerdutTeam (same namespace). Immutable.
     pub team_ref: TeamRef,
-    /// What sends the alerts. Changing it deletes and recreates the integration, which
-    /// rotates the webhook key (docs/design.md §5).
+    /// What sends the alerts: `alertmanager`, `grafana` or `generic`. Changing it deletes and
+    /// recreates the integration, which rotates the webhook key.
     pub kind: AlertSourceKind,
     /// The integration's display name on the server.
     #[schemars(length(min = 1, max = 128))]
@@ -89,6 +89,7 @@ pub struct TerdutAlertSourceSpec {
     }
 ]))]
 pub struct TeamRef {
+    /// Name of the TerdutTeam, in this namespace.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
 }
@@ -111,14 +112,19 @@ impl AlertSourceKind {
     }
 }
 
+/// What the operator observed and did; written by the operator only.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TerdutAlertSourceStatus {
+    /// `Ready` (why not, in its reason and message), and while they hold `Reconciling`,
+    /// `Stalled` and `Paused`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
+    /// The `metadata.generation` the last pass reconciled; -1 before the first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The integration's id on terdut-server.
     #[serde(
         default,
         rename = "integrationID",
@@ -133,7 +139,7 @@ pub struct TerdutAlertSourceStatus {
     )]
     pub webhook_url_secret_ref: Option<LocalObjectRef>,
     /// With `spec.management: ObserveOnly`: the changes the operator would make on the server,
-    /// one line each (docs/design.md §5 "Management"); absent when there is nothing to do.
+    /// one line each; absent when there is nothing to do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 21))]
     pub plan: Option<Vec<String>>,

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A key in a Secret of the referring object's own namespace (a pod can only mount Secrets of
-/// its own namespace, docs/design.md §2).
+/// its own namespace).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SecretKeyRef {
     /// Name of the Secret.
@@ -19,16 +19,19 @@ pub struct SecretKeyRef {
 /// A reference to an object by name in the referring object's own namespace.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct LocalObjectRef {
+    /// Name of the object, in this namespace.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
 }
 
 /// The changes the operator made to the server for an object in its last pass that changed
-/// something (docs/design.md §5 "Management"): short lines, never a secret.
+/// something: short lines, never a secret.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppliedChanges {
+    /// When that pass ended.
     pub time: Time,
+    /// One line per change, at most 20 (and a line saying how many more).
     #[schemars(length(max = 21))]
     pub changes: Vec<String>,
 }

@@ -1,4 +1,6 @@
-//! `terdut.ryuvia.com/v1alpha1` (docs/design.md §3, §4).
+//! `terdut.ryuvia.com/v1alpha1` (docs/design.md §3, §4). Every field of the schema carries a
+//! description, which `kubectl explain` shows: written for a cluster's users, so it cites no
+//! document of this repository (tests/descriptions.rs).
 
 pub mod alert_source;
 pub mod common;
@@ -46,9 +48,10 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
 /// - `nullable: true` is dropped everywhere: an explicit `null` is then pruned by the API server
 ///   like an absent field, so `has(...)` in the CEL rules means "set to a value" and a gitops
 ///   tool writing `dsn: null` cannot slip past the exactly-one-of rules.
-/// - Descriptions inside the corev1 passthrough types under `spec.pod` are dropped (their own
-///   field descriptions stay): they are Kubernetes' documentation, not ours, and they would make
-///   the TerdutServer CRD ~250 KB, past what client-side `kubectl apply` can annotate.
+/// - Descriptions inside the corev1 passthrough types under `spec.pod` are cut to their first
+///   sentence (their own field descriptions stay whole), as controller-gen's `maxDescLen`
+///   does: Kubernetes' full documentation would make the TerdutServer CRD ~250 KB, past what
+///   client-side `kubectl apply` can annotate, and the first sentence says what a field is.
 /// - `status` defaults to `{observedGeneration: -1}` ([`default_status`]).
 fn tidy_schema(schema: &mut JSONSchemaProps) {
     strip_nullable(schema);
@@ -63,7 +66,7 @@ fn tidy_schema(schema: &mut JSONSchemaProps) {
     {
         for field in pod.values_mut() {
             if field.properties.is_some() || field.items.is_some() {
-                strip_nested_descriptions(field);
+                shorten_nested_descriptions(field);
             }
         }
     }
@@ -107,9 +110,67 @@ fn strip_nullable(s: &mut JSONSchemaProps) {
     }
 }
 
-fn strip_nested_descriptions(s: &mut JSONSchemaProps) {
+fn shorten_nested_descriptions(s: &mut JSONSchemaProps) {
     for c in children(s) {
-        c.description = None;
-        strip_nested_descriptions(c);
+        c.description = c.description.as_deref().map(first_sentence);
+        shorten_nested_descriptions(c);
+    }
+}
+
+/// The longest description [`first_sentence`] keeps.
+const MAX_SHORT_DESCRIPTION: usize = 200;
+
+/// The first sentence of `text` (up to a period followed by a space, not one of "e.g." or
+/// "i.e."), whitespace collapsed, at most [`MAX_SHORT_DESCRIPTION`] characters (cut at a word,
+/// with an ellipsis).
+pub(crate) fn first_sentence(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut out = String::new();
+    for w in words {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        if out.chars().count() + w.chars().count() > MAX_SHORT_DESCRIPTION {
+            let cut = out.trim_end().to_owned();
+            return format!("{cut}…");
+        }
+        out.push_str(w);
+        // "(e.g." and "(i.e." too: Kubernetes' texts open asides with them.
+        let abbreviation = matches!(
+            w.trim_start_matches(['(', '[', '"', '`']),
+            "e.g." | "i.e." | "etc." | "vs."
+        );
+        if w.ends_with('.') && !abbreviation {
+            break;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_sentence;
+
+    #[test]
+    fn first_sentence_stops_at_a_period_but_not_at_an_abbreviation() {
+        assert_eq!(
+            first_sentence("Describes node affinity.\n More info: https://example.com."),
+            "Describes node affinity."
+        );
+        assert_eq!(
+            first_sentence("A label key, e.g. `zone`. Then more."),
+            "A label key, e.g. `zone`."
+        );
+        assert_eq!(
+            first_sentence("Pod affinity rules (e.g. co-locate this pod). More."),
+            "Pod affinity rules (e.g. co-locate this pod)."
+        );
+        assert_eq!(first_sentence("no period at all"), "no period at all");
+        let long = "word ".repeat(100);
+        let short = first_sentence(&long);
+        assert!(
+            short.ends_with('…') && short.chars().count() <= 201,
+            "{short}"
+        );
     }
 }

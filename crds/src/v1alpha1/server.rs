@@ -35,7 +35,7 @@ pub const DEFAULT_IMAGE_REPOSITORY: &str = "git.ryuvia.com/niklas/terdut-server"
     shortname = "tds",
     category = "terdut",
     derive = "PartialEq",
-    doc = "One terdut-server install managed by terdut-operator (docs/design.md §4.1).",
+    doc = "One terdut-server install managed by terdut-operator: its Deployment, Service, operator key Secret, database wiring and the consent it gives to TerdutTeams of other namespaces.",
     printcolumn(
         name = "Ready",
         type_ = "string",
@@ -73,23 +73,32 @@ pub const DEFAULT_IMAGE_REPOSITORY: &str = "git.ryuvia.com/niklas/terdut-server"
 )]
 #[serde(rename_all = "camelCase")]
 pub struct TerdutServerSpec {
+    /// The terdut-server image the pods run.
     pub image: ImageSpec,
     /// Pod replicas. 2 by default since terdut-server v0.36.0's advisory locks made it safe.
     #[serde(default = "default_replicas")]
     #[schemars(range(min = 0, max = 32))]
     pub replicas: i32,
+    /// The server's public hostname and the port of its Service.
     pub networking: NetworkingSpec,
+    /// Where the server's Postgres database is: exactly one of `dsn`, `postgresClusterRef`
+    /// or `cnpgClusterRef`.
     pub database: DatabaseSpec,
+    /// When incidents turn stale and when resolved ones are archived.
     #[serde(default)]
     pub sweeper: SweeperSpec,
+    /// How the server sends pages (an ntfy server).
     #[serde(default)]
     pub notify: NotifySpec,
+    /// Single sign-on with an OpenID Connect provider; off by default.
     #[serde(default)]
     pub oidc: OidcSpec,
     /// Whether users may log in with a password (`TERDUT_PASSWORD_LOGIN`).
     #[serde(default = "default_true")]
     pub password_login: bool,
-    /// Consent for TerdutTeams in other namespaces to use this server (docs/design.md §4.6).
+    /// Which other namespaces may attach TerdutTeams to this server (teams in its own
+    /// namespace always may). None by default.
+    // docs/design.md §4.6
     #[serde(default)]
     pub allowed_teams: AllowedTeams,
     /// Pod-level customisation of the Deployment, all optional.
@@ -108,15 +117,18 @@ fn default_true() -> bool {
     true
 }
 
+/// The terdut-server image the pods run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImageSpec {
+    /// Image repository, `git.ryuvia.com/niklas/terdut-server` by default (or a mirror of it).
     #[serde(default = "default_repository")]
     #[schemars(length(min = 1, max = 512))]
     pub repository: String,
     /// Image tag, e.g. `v0.9.3`. Required so that an upgrade is always a spec change.
     #[schemars(length(min = 1, max = 128))]
     pub tag: String,
+    /// `Always`, `IfNotPresent` (default) or `Never`, as a container's `imagePullPolicy`.
     #[serde(default = "default_pull_policy")]
     pub pull_policy: PullPolicy,
 }
@@ -145,11 +157,13 @@ impl PullPolicy {
     }
 }
 
+/// The server's public hostname and the port of its Service.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NetworkingSpec {
     /// Public hostname; terdut-server builds its links and webhook URLs from
-    /// `https://<hostname>` (`TERDUT_PUBLIC_URL`). The operator never creates an Ingress (§1).
+    /// `https://<hostname>` (`TERDUT_PUBLIC_URL`). The operator creates no Ingress: route the
+    /// hostname to the Service yourself.
     #[schemars(
         length(min = 1, max = 253),
         regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?$")
@@ -166,7 +180,8 @@ fn default_service_port() -> i32 {
 }
 
 /// Where the database is: a DSN you bring, a Zalando `postgresql` cluster or a CloudNativePG
-/// `Cluster` (docs/design.md §8).
+/// `Cluster`.
+// docs/design.md §8
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
@@ -202,7 +217,7 @@ pub struct DatabaseSpec {
 
 /// A CloudNativePG Cluster; the DSN host is its `<name>-rw` Service (the primary), the user and
 /// database are the ones its bootstrap made (`app` by default), and the password comes from its
-/// application Secret, `<name>-app` unless the bootstrap names another (docs/design.md §8).
+/// application Secret, `<name>-app` unless the bootstrap names another.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CnpgClusterRef {
@@ -212,10 +227,11 @@ pub struct CnpgClusterRef {
 }
 
 /// A Zalando postgres-operator cluster; the DSN host is its master Service `<name>` and the
-/// password comes from `<user>.<name>.credentials.postgresql.acid.zalan.do` (docs/design.md §8).
+/// password comes from `<user>.<name>.credentials.postgresql.acid.zalan.do`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PostgresClusterRef {
+    /// Name of the `postgresql` object (and of its master Service) in this namespace.
     #[schemars(length(min = 1, max = 63))]
     pub name: String,
     /// Database role the server logs in as.
@@ -232,6 +248,7 @@ fn default_terdut() -> String {
     "terdut".into()
 }
 
+/// When incidents turn stale and when resolved ones are archived (Go durations).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SweeperSpec {
@@ -258,6 +275,7 @@ fn default_archive_after() -> GoDuration {
     GoDuration::from("168h")
 }
 
+/// How the server sends pages: an ntfy server, a fallback topic, the repeat interval.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NotifySpec {
@@ -300,41 +318,53 @@ fn default_repeat_every() -> GoDuration {
     }
 ]))]
 pub struct OidcSpec {
+    /// Offer the login with the OIDC provider; needs `issuer`, `clientID` and `clientSecretRef`.
     #[serde(default)]
     pub enabled: bool,
+    /// The provider's issuer URL (its `/.well-known/openid-configuration` is read from there).
     #[serde(default)]
     #[schemars(length(max = 2048))]
     pub issuer: String,
+    /// The client id registered with the provider for this server.
     #[serde(default, rename = "clientID")]
     #[schemars(length(max = 512))]
     pub client_id: String,
+    /// The client secret, from a Secret in this namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_secret_ref: Option<SecretKeyRef>,
     /// Label of the login button.
     #[serde(default = "default_oidc_name")]
     #[schemars(length(max = 64))]
     pub name: String,
+    /// Scopes asked for, space-separated (`openid profile email` by default).
     #[serde(default = "default_scopes")]
     #[schemars(length(max = 512))]
     pub scopes: String,
+    /// Only members of one of these provider groups may log in; empty: anyone the provider
+    /// authenticates.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64), inner(length(min = 1, max = 256)))]
     pub allowed_groups: Vec<String>,
+    /// Members of this provider group are the server's administrators.
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub admin_group: String,
+    /// The ID token claim that is the username (`preferred_username` by default).
     #[serde(default = "default_username_claim")]
     #[schemars(length(min = 1, max = 128))]
     pub username_claim: String,
+    /// The ID token claim that is the email address (`email` by default).
     #[serde(default = "default_email_claim")]
     #[schemars(length(min = 1, max = 128))]
     pub email_claim: String,
+    /// The ID token claim that lists the user's groups (`groups` by default).
     #[serde(default = "default_groups_claim")]
     #[schemars(length(min = 1, max = 128))]
     pub groups_claim: String,
     /// Trust the provider's `email` claim without its `email_verified`.
     #[serde(default)]
     pub trust_email: bool,
+    /// How long a login lasts (Go duration, `12h` by default).
     #[serde(default = "default_session_max_age")]
     pub session_max_age: GoDuration,
 }
@@ -377,11 +407,13 @@ fn default_session_max_age() -> GoDuration {
     GoDuration::from("12h")
 }
 
-/// Consent for cross-namespace TerdutTeams (docs/design.md §4.6), shaped like Gateway API's
+/// Consent for cross-namespace TerdutTeams, shaped like Gateway API's
 /// `Gateway.spec.allowedListeners`.
+// docs/design.md §4.6
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AllowedTeams {
+    /// The namespaces whose TerdutTeams may attach.
     #[serde(default)]
     pub namespaces: AllowedNamespaces,
 }
@@ -395,6 +427,8 @@ pub struct AllowedTeams {
     }
 ]))]
 pub struct AllowedNamespaces {
+    /// `None` (default) and `Same`: no other namespace (`Same` as in Gateway API); `All`:
+    /// every namespace; `Selector`: the namespaces whose labels match `selector`.
     #[serde(default)]
     pub from: FromNamespaces,
     /// Namespaces whose labels match may attach TerdutTeams (only with `from: Selector`).
@@ -412,45 +446,59 @@ pub enum FromNamespaces {
     Selector,
 }
 
-/// Pod-level customisation; corev1 types are passed through unchanged (docs/design.md §4.1).
+/// Pod-level customisation; Kubernetes' own types are passed through unchanged to the pods.
+// docs/design.md §4.1
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PodSpec {
+    /// CPU and memory requests and limits of the terdut-server container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourceRequirements>,
+    /// Tolerations of the server's pods.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
     pub tolerations: Vec<Toleration>,
+    /// Affinity of the server's pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Affinity>,
+    /// Topology spread constraints of the server's pods.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 8))]
     pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+    /// Node selector of the server's pods.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub node_selector: BTreeMap<String, String>,
     /// Extra pod annotations (the operator's own key-hash annotation always wins).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
+    /// Security context of the server's pods (the default runs as non-root).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub security_context: Option<PodSecurityContext>,
+    /// Security context of the terdut-server container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_security_context: Option<SecurityContext>,
+    /// Environment variables added to the container after the operator's own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]
     pub extra_env: Vec<EnvVar>,
+    /// ConfigMaps or Secrets whose keys become environment variables of the container.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16))]
     pub extra_env_from: Vec<EnvFromSource>,
+    /// Volumes added to the pods (mount them with `extraVolumeMounts`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
     pub extra_volumes: Vec<Volume>,
+    /// Mounts of `extraVolumes` in the container.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
     pub extra_volume_mounts: Vec<VolumeMount>,
+    /// Secrets the kubelet uses to pull the image from a private registry.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16))]
     pub image_pull_secrets: Vec<LocalObjectReference>,
-    /// When set, a PodDisruptionBudget selects this server's pods; clearing it deletes it (§7).
+    /// When set, a PodDisruptionBudget selects this server's pods; clearing it deletes the
+    /// budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disruption_budget: Option<DisruptionBudgetSpec>,
 }
@@ -464,36 +512,42 @@ pub struct PodSpec {
     }
 ]))]
 pub struct DisruptionBudgetSpec {
+    /// Pods that must stay available during a voluntary disruption (a number or a percentage).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_available: Option<IntOrString>,
+    /// Pods that may be unavailable during a voluntary disruption (a number or a percentage).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_unavailable: Option<IntOrString>,
 }
 
+/// What the operator observed and did; written by the operator only.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TerdutServerStatus {
+    /// `Ready` (why not, in its reason and message), `KeyAccepted`, and while they hold
+    /// `Reconciling`, `Stalled` and `Paused`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
+    /// The `metadata.generation` the last pass reconciled; -1 before the first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// The operator key Secret, in this TerdutServer's own namespace (docs/design.md §6). Pure
-    /// output.
+    /// The operator key Secret, in this TerdutServer's own namespace. Pure output.
+    // docs/design.md §6
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials_secret_ref: Option<SecretKeyRef>,
-    /// TerdutTeams attached to this server, counted by consent outcome (docs/design.md §4.6).
+    /// TerdutTeams attached to this server, counted by whether their namespace has consent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub teams: Option<TeamCounts>,
     /// With `spec.management: ObserveOnly`: the changes the operator would make on the server,
-    /// one line each (docs/design.md §5 "Management"); absent when there is nothing to do.
+    /// one line each; absent when there is nothing to do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 21))]
     pub plan: Option<Vec<String>>,
     /// The changes the last pass that changed something made (at most 20 lines).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_applied: Option<AppliedChanges>,
-    /// The base URL the operator calls this server's API at (docs/design.md §6 step 5).
+    /// The base URL the operator calls this server's API at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// Pods of the server's Deployment that are available; absent until the Deployment exists.
@@ -501,14 +555,17 @@ pub struct TerdutServerStatus {
     pub available_replicas: Option<i32>,
     /// The first 12 hex characters of the operator key's SHA-256, to tell keys apart (the
     /// pod template's `terdut.ryuvia.com/operator-key-hash` starts with the same characters);
-    /// never the key (docs/design.md §6).
+    /// never the key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_fingerprint: Option<String>,
 }
 
+/// TerdutTeams naming this server, by consent.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TeamCounts {
+    /// Teams this server serves (its own namespace, or one `allowedTeams` admits).
     pub accepted: u32,
+    /// Teams refused for lack of consent (their Ready reason is `RefNotPermitted`).
     pub refused: u32,
 }

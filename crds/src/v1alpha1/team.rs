@@ -11,7 +11,8 @@ use super::policy::{DeletionPolicy, Management};
 use crate::GoDuration;
 
 /// One team on a terdut-server. Its identity on the server is `external_id`
-/// `<namespace>/<name>` of this object (docs/design.md §2).
+/// `<namespace>/<name>` of this object.
+// docs/design.md §2
 // kube-derive repeats `type_ = "string"` across printcolumn(...) entries, which clippy reads
 // as a duplicated attribute.
 #[allow(clippy::duplicated_attributes)]
@@ -25,7 +26,7 @@ use crate::GoDuration;
     shortname = "tdt",
     category = "terdut",
     derive = "PartialEq",
-    doc = "One team on a terdut-server, with its escalation ladder and dead man's switches (docs/design.md §4.2).",
+    doc = "One team on a terdut-server, with its escalation ladder and dead man's switches.",
     printcolumn(name = "Server", type_ = "string", json_path = ".spec.serverRef.name"),
     printcolumn(name = "TeamID", type_ = "integer", json_path = ".status.teamID"),
     printcolumn(
@@ -58,6 +59,7 @@ pub struct TerdutTeamSpec {
     /// The team's name on the server; must not belong to another team there.
     #[schemars(length(min = 1, max = 128))]
     pub display_name: String,
+    /// OIDC groups whose members become the team's members and owners.
     #[serde(default)]
     pub oidc: TeamOidc,
     /// The escalation ladder. Absent: the team has none (any on the server is cleared).
@@ -87,10 +89,11 @@ pub struct TerdutTeamSpec {
     }
 ]))]
 pub struct ServerRef {
+    /// Name of the TerdutServer.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
     /// Defaults to the team's own namespace; another namespace needs that server's
-    /// `allowedTeams` consent (docs/design.md §4.6).
+    /// `spec.allowedTeams` consent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 63))]
     pub namespace: Option<String>,
@@ -120,6 +123,7 @@ pub struct Escalation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub fallback_topic: Option<String>,
+    /// The levels, paged in order: each for its `timeout`, then the next.
     #[schemars(length(min = 1, max = 20))]
     pub levels: Vec<EscalationLevel>,
 }
@@ -129,6 +133,7 @@ pub struct Escalation {
 pub struct EscalationLevel {
     /// How long this level is paged before the next one is.
     pub timeout: GoDuration,
+    /// Who this level pages.
     #[schemars(length(min = 1, max = 20))]
     pub targets: Vec<EscalationTarget>,
 }
@@ -142,8 +147,10 @@ pub struct EscalationLevel {
     }
 ]))]
 pub struct EscalationTarget {
+    /// `oncall`: whoever is on call for the team; `user`: the user `username`.
     pub kind: TargetKind,
-    /// A terdut-server username (kind `user`); the server resolves it (docs/design.md §2).
+    /// A terdut-server username (kind `user`); the server must know it (else the team's Ready
+    /// reason is `UnknownUser`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
     pub username: Option<String>,
@@ -181,6 +188,7 @@ pub struct DeadmanSwitch {
     pub matcher: String,
     /// The switch fires when no matching alert arrived for this long.
     pub timeout: GoDuration,
+    /// Severity of the incident the switch opens: `critical` (default), `warning` or `info`.
     #[serde(default = "default_severity")]
     pub severity: Severity,
 }
@@ -207,19 +215,23 @@ impl Severity {
     }
 }
 
+/// What the operator observed and did; written by the operator only.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TerdutTeamStatus {
+    /// `Ready` (why not, in its reason and message), and while they hold `Reconciling`,
+    /// `Stalled` and `Paused`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
+    /// The `metadata.generation` the last pass reconciled; -1 before the first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// The team's id on terdut-server.
     #[serde(default, rename = "teamID", skip_serializing_if = "Option::is_none")]
     pub team_id: Option<i64>,
     /// With `spec.management: ObserveOnly`: the changes the operator would make on the server,
-    /// one line each (docs/design.md §5 "Management"); absent when there is nothing to do.
+    /// one line each; absent when there is nothing to do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 21))]
     pub plan: Option<Vec<String>>,

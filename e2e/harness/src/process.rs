@@ -390,7 +390,7 @@ pub(crate) async fn start(opts: Options) -> anyhow::Result<ControlPlane> {
             "--v=0".into(),
         ];
         match &opts.node {
-            None => args.push("--controllers=garbage-collector-controller,namespace-controller,deployment-controller,replicaset-controller".into()),
+            None => args.push("--controllers=garbage-collector-controller,namespace-controller,deployment-controller,replicaset-controller,clusterrole-aggregation-controller".into()),
             // Pods need them all: service accounts and their root CA, endpoint slices,
             // disruption budgets, node lifecycle, and the tokens' signing key.
             Some(node) => args.extend([

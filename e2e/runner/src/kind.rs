@@ -32,6 +32,7 @@ pub async fn main(keep: bool) -> anyhow::Result<u32> {
         .filter(|p| !p.is_empty())
         .map(PathBuf::from);
     let images = Images {
+        chart: cluster::helm::ChartSource::Folder,
         operator: "terdut-operator:e2e".into(),
         standin: std::env::var("TERDUT_SERVER_IMAGE")
             .unwrap_or_else(|_| "terdut-standin:e2e".into()),

@@ -103,6 +103,7 @@ pub async fn scenario(
     golden::check_workload_applied(run).await?;
     golden::converge(run).await?;
     golden::verify_on_server(run).await?;
+    crate::tracking::check(run).await?;
     if let Some(url) = metrics_url {
         metrics::check(run, url).await?;
     }

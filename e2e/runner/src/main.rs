@@ -4,7 +4,8 @@
 //!   the operator as a process, the stand-in started here; needs KUBECONFIG, KUBECTL,
 //!   STANDIN_BIN, optionally METRICS_URL, PROMTOOL, STANDIN_LOG.
 //! - `node` (`just e2e-node`): this machine's single-node cluster, started here; the images
-//!   from e2e/images/build.sh (`--images`).
+//!   from e2e/images/build.sh (`--images`), the release from `just release` (`--release`),
+//!   installed from a registry beside the node.
 //! - `kind` (`just e2e`): the current kubectl context, a kind cluster with the images loaded.
 //!
 //! `--keep` stops after the golden path and leaves everything running until Ctrl-C.
@@ -21,6 +22,7 @@ mod metrics;
 mod node;
 mod reach;
 mod run;
+mod tracking;
 mod wait;
 
 use std::path::PathBuf;
@@ -44,6 +46,10 @@ struct Args {
     /// node: the folder of image tars (e2e/images/build.sh prints it).
     #[arg(long, env = "IMAGES_DIR")]
     images: Option<PathBuf>,
+    /// node: a release `just release` wrote (target/dist/VERSION): pushed to a registry beside
+    /// the node and installed from it. Without it, the chart folder with the imported image.
+    #[arg(long, env = "RELEASE_DIR")]
+    release: Option<PathBuf>,
 }
 
 async fn local(keep: bool) -> anyhow::Result<u32> {
@@ -76,7 +82,7 @@ async fn main() -> ExitCode {
         Mode::Local => local(args.keep).await,
         Mode::Node => {
             let dir = args.images.unwrap_or_else(|| PathBuf::from(".tmp/images"));
-            node::main(&dir, args.keep).await
+            node::main(&dir, args.release.as_deref(), args.keep).await
         }
         Mode::Kind => kind::main(args.keep).await,
     };

@@ -1,5 +1,7 @@
 //! `just e2e-node`: the scenario on this machine's single-node cluster (docs/node.md), with
-//! the images e2e/images/build.sh saved, imported into the node's containerd.
+//! the images e2e/images/build.sh saved, imported into the node's containerd, and with a
+//! release (`--release`, what `just release` wrote): pushed to the OCI registry beside the node
+//! with release/publish.sh, then installed from there as users install it.
 
 use std::path::{Path, PathBuf};
 
@@ -7,7 +9,7 @@ use anyhow::Context as _;
 use terdut_testenv::{NodeCluster, NodeOptions, tool};
 
 use crate::checks::log;
-use crate::cluster::helm::{Helm, NAMESPACE};
+use crate::cluster::helm::{ChartSource, Helm, NAMESPACE};
 use crate::cluster::{self, Images};
 use crate::kubectl::Kubectl;
 use crate::reach::Reach;
@@ -24,10 +26,57 @@ fn tars(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(tars)
 }
 
-pub async fn main(images_dir: &Path, keep: bool) -> anyhow::Result<u32> {
+/// The release's version and image digest (release.json of `just release`).
+fn release_of(dir: &Path) -> anyhow::Result<(String, String)> {
+    let text = std::fs::read_to_string(dir.join("release.json")).with_context(|| {
+        format!(
+            "reading {}/release.json (run `just release`)",
+            dir.display()
+        )
+    })?;
+    let r: serde_json::Value = serde_json::from_str(&text)?;
+    let field = |v: &serde_json::Value| v.as_str().map(str::to_owned);
+    Ok((
+        field(&r["version"]).context("release.json has no version")?,
+        field(&r["image"]["digest"]).context("release.json has no image digest")?,
+    ))
+}
+
+/// release/publish.sh to the registry beside the node: the chart's source for the install.
+fn publish(dir: &Path, registry: &terdut_testenv::Registry) -> anyhow::Result<ChartSource> {
+    let (version, digest) = release_of(dir)?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = std::process::Command::new("bash")
+        .arg(root.join("release/publish.sh"))
+        .arg(dir)
+        .arg(&registry.host)
+        .arg("--ca-file")
+        .arg(&registry.ca_file)
+        .output()
+        .context("running release/publish.sh")?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        anyhow::bail!("release/publish.sh failed: {}", stderr.trim());
+    }
+    log(&format!(
+        "release {version} pushed to the registry at {}:\n{}",
+        registry.host,
+        stderr.trim()
+    ));
+    Ok(ChartSource::Oci {
+        url: format!("oci://{}/charts/terdut-operator", registry.host),
+        version,
+        ca_file: registry.ca_file.clone(),
+        repository: format!("{}/terdut-operator", registry.host),
+        digest,
+    })
+}
+
+pub async fn main(images_dir: &Path, release: Option<&Path>, keep: bool) -> anyhow::Result<u32> {
     let started = std::time::Instant::now();
     let cluster = NodeCluster::start(NodeOptions {
         images: tars(images_dir)?,
+        registry: release.is_some(),
     })
     .await?;
     log(&format!(
@@ -47,7 +96,18 @@ pub async fn main(images_dir: &Path, keep: bool) -> anyhow::Result<u32> {
     let config = Run::config_of(&kubeconfig).await?;
     let mut run = Run::new(Mode::Node, config, kubectl.clone(), Reach::Routed)?;
     run.promtool = tool("promtool").ok();
+    let chart = match (release, cluster.registry()) {
+        (Some(dir), Some(registry)) => match publish(dir, registry) {
+            Ok(source) => source,
+            Err(e) => {
+                cluster.stop();
+                return Err(e);
+            }
+        },
+        _ => ChartSource::Folder,
+    };
     let images = Images {
+        chart,
         operator: "terdut-operator:e2e".into(),
         standin: "terdut-standin:e2e".into(),
         prometheus: "terdut-prometheus:e2e".into(),

@@ -14,7 +14,11 @@ async fn main() -> anyhow::Result<()> {
     let out = args.next().unwrap_or_else(|| ".tmp/node/kubeconfig".into());
     let images = args.map(Into::into).collect();
     let started = std::time::Instant::now();
-    let cluster = NodeCluster::start(NodeOptions { images }).await?;
+    let cluster = NodeCluster::start(NodeOptions {
+        images,
+        registry: false,
+    })
+    .await?;
     if let Some(parent) = std::path::Path::new(&out).parent() {
         std::fs::create_dir_all(parent)?;
     }

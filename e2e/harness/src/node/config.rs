@@ -10,7 +10,8 @@ use super::net::Layout;
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10.1";
 pub const CLUSTER_DOMAIN: &str = "cluster.local";
 
-/// containerd 2 (config version 3) with everything under the node's folder.
+/// containerd 2 (config version 3) with everything under the node's folder; registries are
+/// configured per host under `config/certs.d` (the registry beside the node: registry.rs).
 /// `restrict_oom_score_adj`: the sandbox asks for an OOM score of -998, which needs
 /// CAP_SYS_RESOURCE, which these hosts do not grant; without it every sandbox fails in runc
 /// ("can't get final child's PID from pipe"). cgroupfs, not systemd: there is no systemd.
@@ -34,6 +35,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   snapshotter = "overlayfs"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = "{PAUSE_IMAGE}"
+  # One folder per registry host, each with its hosts.toml (registry.rs).
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = "{w}/config/certs.d"
 
 [plugins.'io.containerd.cri.v1.runtime']
   restrict_oom_score_adj = true

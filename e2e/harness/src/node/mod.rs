@@ -1,13 +1,15 @@
 //! A single-node cluster (docs/node.md): a control plane like [`ControlPlane::shared`]'s, but
 //! reachable from pods, plus kube-scheduler, and a node in a network namespace of its own
 //! running containerd with runc, the kubelet, kube-proxy and CoreDNS as the cluster DNS. Pods
-//! get addresses from the CNI bridge; images come from tars imported into containerd (nothing
-//! is pulled). Everything stops with [`NodeCluster::stop`], or when this process is gone.
+//! get addresses from the CNI bridge; images come from tars imported into containerd, or from an
+//! OCI registry beside the node ([`NodeOptions::registry`], registry.rs) that containerd pulls
+//! from. Everything stops with [`NodeCluster::stop`], or when this process is gone.
 //!
 //! ```no_run
 //! # async fn t() -> anyhow::Result<()> {
 //! let tars = vec!["/path/registry.k8s.io_pause_3.10.1.tar".into()];
-//! let cluster = terdut_testenv::NodeCluster::start(terdut_testenv::NodeOptions { images: tars }).await?;
+//! let opts = terdut_testenv::NodeOptions { images: tars, registry: false };
+//! let cluster = terdut_testenv::NodeCluster::start(opts).await?;
 //! let client = cluster.control_plane().client().await?;
 //! # Ok(()) }
 //! ```
@@ -15,9 +17,11 @@
 mod config;
 mod net;
 mod pki;
+mod registry;
 
 pub use config::{CLUSTER_DOMAIN, PAUSE_IMAGE};
 pub use net::Layout;
+pub use registry::Registry;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -42,6 +46,9 @@ pub struct NodeOptions {
     /// Image tars (`docker save`) imported into containerd before the node takes pods; the
     /// pause image ([`PAUSE_IMAGE`]) must be among them.
     pub images: Vec<PathBuf>,
+    /// An OCI registry beside the node, which its containerd pulls from
+    /// ([`NodeCluster::registry`]).
+    pub registry: bool,
 }
 
 /// A running single-node cluster.
@@ -53,6 +60,7 @@ pub struct NodeCluster {
     layout: Layout,
     dir: PathBuf,
     cgroup: String,
+    registry: Option<Registry>,
 }
 
 impl NodeCluster {
@@ -94,7 +102,7 @@ impl NodeCluster {
         }
         let suffix = random_suffix();
         let dir = std::env::temp_dir().join(format!("terdut-node-{suffix}"));
-        for d in ["config/cni", "state", "logs", "pki"] {
+        for d in ["config/cni", "config/certs.d", "state", "logs", "pki"] {
             std::fs::create_dir_all(dir.join(d))?;
         }
         let cgroup = format!("terdut-node-{suffix}");
@@ -103,7 +111,10 @@ impl NodeCluster {
         // From here on this process dying tears down whatever exists by then.
         process::watchdog_command(&teardown)?;
         let started = std::time::Instant::now();
-        let cluster = match Self::start_control_plane(lock, layout, dir, cgroup).await {
+        if opts.registry {
+            registry::binary()?;
+        }
+        let mut cluster = match Self::start_control_plane(lock, layout, dir, cgroup).await {
             Ok(c) => c,
             Err(e) => {
                 run_teardown(&teardown);
@@ -111,7 +122,8 @@ impl NodeCluster {
             }
         };
         match cluster.start_node(&opts).await {
-            Ok(()) => {
+            Ok(registry) => {
+                cluster.registry = registry;
                 tracing::info!(took = ?started.elapsed(), "node cluster up");
                 Ok(cluster)
             }
@@ -162,6 +174,7 @@ impl NodeCluster {
             layout,
             dir,
             cgroup,
+            registry: None,
         };
         let result = cluster
             .start_scheduler()
@@ -174,12 +187,43 @@ impl NodeCluster {
         Ok(cluster)
     }
 
-    /// containerd, the kubelet, kube-proxy and CoreDNS in the node's namespaces, the images.
-    async fn start_node(&self, opts: &NodeOptions) -> anyhow::Result<()> {
+    /// The registry (when asked for), then containerd, the kubelet, kube-proxy and CoreDNS in
+    /// the node's namespaces, the images.
+    async fn start_node(&self, opts: &NodeOptions) -> anyhow::Result<Option<Registry>> {
+        let registry = if opts.registry {
+            Some(self.start_registry().await?)
+        } else {
+            None
+        };
         self.create_cgroup_root()?;
         self.spawn_init()?;
         self.import_images(&opts.images).await?;
-        self.wait_ready().await
+        self.wait_ready().await?;
+        Ok(registry)
+    }
+
+    /// The registry on the host end of the link, stopped with the control plane.
+    async fn start_registry(&self) -> anyhow::Result<Registry> {
+        let registry =
+            registry::write_config(&self.dir, self.layout.host_ip, &self.dir.join("pki"))?;
+        let log = self.dir.join("logs/registry.log");
+        let pid = process::spawn(
+            &registry::binary()?,
+            &[
+                "serve".into(),
+                self.dir.join("config/registry.yml").display().to_string(),
+            ],
+            &log,
+        )?;
+        self.cp.adopt(pid)?;
+        let ip = self.layout.host_ip;
+        process::wait_http("the registry", || registry::listening(ip), &log).await?;
+        Ok(registry)
+    }
+
+    /// The OCI registry beside the node, when [`NodeOptions::registry`] asked for one.
+    pub fn registry(&self) -> Option<&Registry> {
+        self.registry.as_ref()
     }
 
     /// The control plane: admin client, kubeconfig, kubectl.

@@ -1,7 +1,8 @@
 //! The node cluster's certificates, made with openssl: one CA; the kube-apiserver's serving
 //! certificate for every name and address pods and the host use (the `kubernetes` Service's IP
 //! first: pods verify it with the CA their ServiceAccount volume carries); the kubelet's
-//! serving certificate; the client certificate the kube-apiserver shows the kubelet.
+//! serving certificate; the client certificate the kube-apiserver shows the kubelet; the
+//! registry's serving certificate.
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -57,6 +58,13 @@ pub fn create(
         "kubelet",
         &format!("/CN={node_name}"),
         &format!("subjectAltName=IP:{node_ip},DNS:{node_name}\nextendedKeyUsage=serverAuth\n"),
+    )?;
+    // The registry beside the node (registry.rs), on the host end of the link.
+    sign(
+        dir,
+        "registry",
+        "/CN=terdut-node-registry",
+        &format!("subjectAltName=IP:{host_ip}\nextendedKeyUsage=serverAuth\n"),
     )?;
     sign(
         dir,

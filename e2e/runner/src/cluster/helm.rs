@@ -1,5 +1,8 @@
-//! `helm install` of the chart, as docs/installation.md tells a user, with the image built
-//! here: a real install (Helm's release, its hooks, `--wait`), not a rendered apply.
+//! `helm install` of the chart, as docs/installation.md tells a user: a real install (Helm's
+//! release, its hooks, `--wait`), not a rendered apply. Either the release as published
+//! ([`ChartSource::Oci`]: the chart from an OCI registry, the image by the digest it names,
+//! pulled by the node's container runtime) or the chart folder with an image already on the
+//! nodes ([`ChartSource::Folder`]).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -11,6 +14,7 @@ use kube::Api;
 use kube::api::ListParams;
 
 use crate::checks::log;
+use crate::cluster::Images;
 use crate::golden::label_restricted;
 use crate::run::Run;
 
@@ -19,6 +23,26 @@ pub const NAMESPACE: &str = "terdut-system";
 
 pub fn chart() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../chart/terdut-operator")
+}
+
+/// Where `helm install` takes the chart and the operator image from.
+#[derive(Debug, Clone)]
+pub enum ChartSource {
+    /// chart/terdut-operator of this checkout, with `Images::operator` (on the nodes already).
+    Folder,
+    /// A published release: `helm install oci://...` of `version`, its image from
+    /// `repository` by the digest the chart carries, pulled with `imagePullPolicy: Always`.
+    Oci {
+        /// `oci://<registry>/charts/terdut-operator`.
+        url: String,
+        version: String,
+        /// The registry's CA, for Helm.
+        ca_file: PathBuf,
+        /// `<registry>/terdut-operator`: the release's image, mirrored (same digest).
+        repository: String,
+        /// The image digest the release published (release.json).
+        digest: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -65,35 +89,69 @@ impl Helm {
 
 /// The release namespace first, labelled restricted (Helm's `--create-namespace` cannot
 /// label it), then the install with the chart's PodDisruptionBudget on.
-pub async fn install(run: &Run, helm: &Helm, image: &str, pull_policy: &str) -> anyhow::Result<()> {
-    let (repository, tag) = image
-        .rsplit_once(':')
-        .ok_or_else(|| anyhow::anyhow!("image {image} has no tag"))?;
+pub async fn install(run: &Run, helm: &Helm, images: &Images) -> anyhow::Result<()> {
     run.kubectl.apply_yaml(&format!(
         "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NAMESPACE}}}\n"
     ))?;
     label_restricted(run, NAMESPACE)?;
-    log(&format!("helm install {RELEASE} with image {image}"));
-    let chart = chart().display().to_string();
-    let sets = [
-        format!("image.repository={repository}"),
-        format!("image.tag={tag}"),
-        format!("image.pullPolicy={pull_policy}"),
-        "podDisruptionBudget.enabled=true".into(),
-    ];
-    let mut args = vec![
+    let folder = chart().display().to_string();
+    let mut sets = vec!["podDisruptionBudget.enabled=true".to_owned()];
+    let (chart_ref, mut extra, what) = match &images.chart {
+        ChartSource::Folder => {
+            let image = &images.operator;
+            let (repository, tag) = image
+                .rsplit_once(':')
+                .ok_or_else(|| anyhow::anyhow!("image {image} has no tag"))?;
+            sets.extend([
+                format!("image.repository={repository}"),
+                format!("image.tag={tag}"),
+                format!("image.pullPolicy={}", images.pull_policy),
+            ]);
+            (folder, vec![], format!("chart folder, image {image}"))
+        }
+        ChartSource::Oci {
+            url,
+            version,
+            ca_file,
+            repository,
+            ..
+        } => {
+            // Only the repository changes (a mirror): tag and digest are the chart's own.
+            sets.extend([
+                format!("image.repository={repository}"),
+                "image.pullPolicy=Always".to_owned(),
+            ]);
+            let extra = vec![
+                "--version".to_owned(),
+                version.clone(),
+                "--ca-file".to_owned(),
+                ca_file.display().to_string(),
+            ];
+            (
+                url.clone(),
+                extra,
+                format!("{url} {version}, image from {repository}"),
+            )
+        }
+    };
+    log(&format!("helm install {RELEASE} from {what}"));
+    let mut args: Vec<String> = [
         "install",
         RELEASE,
-        &chart,
+        &chart_ref,
         "--namespace",
         NAMESPACE,
         "--wait",
         "--timeout",
         "3m",
-    ];
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.append(&mut extra);
     for s in &sets {
-        args.extend(["--set", s.as_str()]);
+        args.extend(["--set".to_owned(), s.clone()]);
     }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = helm.run(&args);
     run.checks.check_result(
         "helm install: the operator's pods Ready under the restricted profile",
@@ -116,7 +174,61 @@ pub async fn install(run: &Run, helm: &Helm, image: &str, pull_policy: &str) -> 
         ready == 2,
         format!("{ready} ready"),
     );
+    if let ChartSource::Oci {
+        repository, digest, ..
+    } = &images.chart
+    {
+        pulled_by_digest(run, &dep, repository, digest).await?;
+    }
     default_url(run, &dep, &helm_default_template(helm)?);
+    Ok(())
+}
+
+/// The Deployment names the image by the release's digest, and every operator pod runs exactly
+/// that image, which the node's container runtime pulled from the registry (nothing of that
+/// name was imported: only `terdut-operator:e2e` was).
+async fn pulled_by_digest(
+    run: &Run,
+    dep: &Deployment,
+    repository: &str,
+    digest: &str,
+) -> anyhow::Result<()> {
+    let container = dep
+        .spec
+        .template
+        .spec
+        .as_ref()
+        .and_then(|p| p.containers.first());
+    let image = container.and_then(|c| c.image.clone()).unwrap_or_default();
+    let policy = container
+        .and_then(|c| c.image_pull_policy.clone())
+        .unwrap_or_default();
+    run.checks.check(
+        "the chart from the registry names the release's image by digest, pull policy Always",
+        image.starts_with(&format!("{repository}:"))
+            && image.ends_with(&format!("@{digest}"))
+            && policy == "Always",
+        format!("image {image}, pull policy {policy}"),
+    );
+    let pods = Api::<Pod>::namespaced(run.client.clone(), NAMESPACE)
+        .list(&ListParams::default().labels("app.kubernetes.io/name=terdut-operator"))
+        .await?;
+    let want = format!("{repository}@{digest}");
+    let ids: Vec<String> = pods
+        .items
+        .iter()
+        .flat_map(|p| {
+            p.status
+                .iter()
+                .flat_map(|s| s.container_statuses.iter().flatten())
+        })
+        .map(|c| c.image_id.clone())
+        .collect();
+    run.checks.check(
+        "containerd pulled the operator image from the registry by that digest",
+        !ids.is_empty() && ids.iter().all(|id| id == &want),
+        format!("imageIDs {ids:?}, want {want}"),
+    );
     Ok(())
 }
 

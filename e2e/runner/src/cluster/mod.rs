@@ -26,9 +26,11 @@ use crate::run::Run;
 use crate::{golden, metrics, wait};
 use helm::{Helm, NAMESPACE, RELEASE};
 
-/// The images a run uses, by reference (already in the cluster's container runtime).
+/// The images a run uses, by reference (already in the cluster's container runtime), and where
+/// the chart (and with a published release, the operator image) comes from.
 #[derive(Debug, Clone)]
 pub struct Images {
+    pub chart: helm::ChartSource,
     pub operator: String,
     pub standin: String,
     pub prometheus: String,
@@ -69,7 +71,7 @@ async fn leader_metrics_url(run: &Run) -> anyhow::Result<String> {
 
 /// Everything up to the golden path's verification; `keep` stops there.
 pub async fn scenario(run: &Run, helm: &Helm, images: &Images, keep: bool) -> anyhow::Result<()> {
-    helm::install(run, helm, &images.operator, &images.pull_policy).await?;
+    helm::install(run, helm, images).await?;
     prometheus::deploy(run, helm, &images.prometheus).await?;
 
     log("applying namespaces (restricted), the database password Secret and the TerdutServer");
@@ -106,6 +108,7 @@ pub async fn scenario(run: &Run, helm: &Helm, images: &Images, keep: bool) -> an
         &waited,
     );
     golden::verify_on_server(run).await?;
+    crate::tracking::check(run).await?;
     metrics::check(run, &leader_metrics_url(run).await?).await?;
     ingest::check(run).await?;
     if keep {
