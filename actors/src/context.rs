@@ -69,6 +69,13 @@ pub struct OperatorConfig {
     /// reasons than a change of their own object: a relist, a dependency, a new entry
     /// (ADR 0011). Bounds the actors alive during a relist or an adoption of thousands.
     pub wake_budget: usize,
+    /// The operator's own namespace (`--lease-namespace`, `POD_NAMESPACE`): where it keeps
+    /// what no tenant may write, the records of which TerdutTeams it made a team for
+    /// (`team::records`, ADR 0013).
+    pub operator_namespace: String,
+    /// This instance's name among the operators sharing that namespace (`--lease-name`): its
+    /// claim of what it selects is `terdut-instance-<name>` there (`routing::claims`).
+    pub instance_name: String,
 }
 
 impl Default for OperatorConfig {
@@ -87,6 +94,8 @@ impl Default for OperatorConfig {
             max_concurrent_passes: 256,
             passivate_after: Some(Duration::from_secs(2)),
             wake_budget: 1024,
+            operator_namespace: "terdut-system".into(),
+            instance_name: "terdut-operator".into(),
         }
     }
 }
@@ -170,6 +179,10 @@ pub struct Inner {
     pub config: OperatorConfig,
     /// The resourceVersions the operator's own writes produced (see [`OwnWrites`]).
     pub own_writes: Arc<OwnWrites>,
+    /// Which TerdutTeams the operator sent a create call for (ADR 0013).
+    pub records: Arc<crate::team::records::TeamRecords>,
+    /// What the other operator instances sharing its namespace select (overlapping shards).
+    pub claims: Arc<crate::routing::claims::Claims>,
 }
 
 /// The resourceVersions the latest own writes of each object produced (status, finalizer; a

@@ -132,6 +132,10 @@ impl RunningOperator {
         for t in &self.tasks {
             t.abort();
         }
+        self.ctx
+            .claims
+            .release(&self.ctx.kube, &self.ctx.config.operator_namespace)
+            .await;
         self.tree.holding.stop(Some("operator stopping".into()));
         self.tree.servers.stop(Some("operator stopping".into()));
         for h in self.supervisor_handles {
@@ -345,7 +349,25 @@ pub async fn start_with(
     };
     refuse_bad_selectors(&watch, &opts.config.watch_namespaces, &selectors).await?;
     let informers = informers::build(&watch, &opts.config.watch_namespaces, &selectors, routes);
+    let records = Arc::new(crate::team::records::TeamRecords::new(
+        client.clone(),
+        &opts.config.operator_namespace,
+    ));
+    // Overlapping shards (routing::claims): this instance's claim first, so no pass runs
+    // before it knows the others'.
+    let claims = Arc::new(crate::routing::claims::Claims::new(
+        &opts.config.instance_name,
+        crate::routing::scope::Scope::of(&opts.config),
+    ));
+    if let Err(e) = claims
+        .refresh(&client, &opts.config.operator_namespace)
+        .await
+    {
+        tracing::warn!(error = %e, "could not write the instance claim or read the others");
+    }
     let ctx = Ctx::new(Inner {
+        records,
+        claims: claims.clone(),
         kube: client,
         stores: informers.stores.clone(),
         events,
@@ -415,6 +437,11 @@ pub async fn start_with(
     tasks.push(writer_task);
     // The objects gauge, from the caches this leader fills (docs/observability.md).
     tasks.push(tokio::spawn(crate::census::run(ctx.clone())));
+    tasks.push(tokio::spawn(crate::routing::claims::run(
+        claims,
+        ctx.kube.clone(),
+        ctx.config.operator_namespace.clone(),
+    )));
     info!("operator started");
     Ok(RunningOperator {
         ctx,
