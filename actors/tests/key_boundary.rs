@@ -118,11 +118,14 @@ async fn an_external_name_service_at_the_servers_address_gets_no_key() {
     let standin = standin(&client, &ns, EXTERNAL_NAME_PORT).await;
     let teams = a_team(&client, &ns).await;
 
-    // What the user sees: the server says whose Service it is and that the key is withheld;
-    // the team waits, saying why.
     let (status, message) = wait_condition(&servers, "terdut", "Ready", "ResourceNotOwned").await;
     assert_eq!(status, "False");
     assert!(message.contains("Service terdut"), "{message}");
+    // What the server got: nothing at all, so no key (a pass, its retries and the team's).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let calls = standin.admin().calls().await.unwrap();
+    assert_eq!(calls.total(), 0, "the key went to their Service: {calls:?}");
+    // What the user sees: the key is withheld and why; the team waits, saying why.
     let (status, message) = wait_condition(&servers, "terdut", "KeyAccepted", "KeyWithheld").await;
     assert_eq!(status, "False");
     assert!(
@@ -179,6 +182,11 @@ async fn a_service_appearing_between_the_check_and_the_create_is_not_taken_over(
         .await
         .unwrap();
     let standin = standin(&client, &ns, RACE_PORT).await;
+    // The pause ends, the write comes: it must not land on their Service, and no key may go.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let now = services.get("terdut").await.unwrap();
+    assert_eq!(fingerprint(&now), fingerprint(&theirs), "their Service was written over");
+    assert_eq!(standin.admin().calls().await.unwrap().total(), 0);
 
     let (status, message) = wait_condition(&servers, "terdut", "Ready", "ResourceNotOwned").await;
     assert_eq!(status, "False");
@@ -230,9 +238,15 @@ async fn the_operators_service_replaced_by_a_foreign_one_withdraws_the_key() {
         .await
         .unwrap();
 
+    wait_condition(&servers, "terdut", "Ready", "ResourceNotOwned").await;
+    // From now on no key goes out: not the server's whoami, not the team's calls.
+    standin.admin().reset_calls().await.unwrap();
+    teams::resync(op, &ns, "oncall").await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let calls = standin.admin().calls().await.unwrap();
+    assert_eq!(calls.total(), 0, "the key still went out: {calls:?}");
     let (_, message) = wait_condition(&servers, "terdut", "KeyAccepted", "KeyWithheld").await;
     assert!(message.contains("Service terdut"), "{message}");
-    wait_condition(&servers, "terdut", "Ready", "ResourceNotOwned").await;
     teams::resync(op, &ns, "oncall").await;
     let t = wait_reason(&teams, "oncall", "WaitingForServer").await;
     assert!(
