@@ -60,12 +60,13 @@ fn external_name(name: &str) -> Service {
     .unwrap()
 }
 
-/// A ClusterIP Service under the server's name selecting the attacker's own pods.
-fn onto_their_pod(name: &str) -> Service {
+/// A ClusterIP Service under the server's name and on its port, selecting the attacker's own
+/// pods.
+fn onto_their_pod(name: &str, port: u16) -> Service {
     serde_json::from_value(json!({
         "metadata": {"name": name, "labels": {"app": "attacker"}},
         "spec": {"selector": {"app": "attacker"},
-                 "ports": [{"name": "http", "port": 8080}]},
+                 "ports": [{"name": "http", "port": port, "protocol": "TCP"}]},
     }))
     .unwrap()
 }
@@ -178,7 +179,7 @@ async fn a_service_appearing_between_the_check_and_the_create_is_not_taken_over(
     .await;
     let services: Api<Service> = Api::namespaced(client.clone(), &ns);
     let theirs = services
-        .create(&PostParams::default(), &onto_their_pod("terdut"))
+        .create(&PostParams::default(), &onto_their_pod("terdut", RACE_PORT))
         .await
         .unwrap();
     let standin = standin(&client, &ns, RACE_PORT).await;
