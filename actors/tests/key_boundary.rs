@@ -186,7 +186,11 @@ async fn a_service_appearing_between_the_check_and_the_create_is_not_taken_over(
     // The pause ends, the write comes: it must not land on their Service, and no key may go.
     tokio::time::sleep(Duration::from_secs(6)).await;
     let now = services.get("terdut").await.unwrap();
-    assert_eq!(fingerprint(&now), fingerprint(&theirs), "their Service was written over");
+    assert_eq!(
+        fingerprint(&now),
+        fingerprint(&theirs),
+        "their Service was written over"
+    );
     assert_eq!(standin.admin().calls().await.unwrap().total(), 0);
 
     let (status, message) = wait_condition(&servers, "terdut", "Ready", "ResourceNotOwned").await;

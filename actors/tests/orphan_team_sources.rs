@@ -111,13 +111,16 @@ async fn deleting_the_source_of_an_orphaned_team_deletes_its_integration() {
     // and went once the source had deleted its integration; it stays on the server, as its
     // policy says.
     let (status, reason, message) = waiting.expect("the team waited for its source");
-    assert_eq!((status.as_str(), reason.as_str()), ("False", "DeletionBlocked"));
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "DeletionBlocked")
+    );
     assert!(
         message.contains("TerdutAlertSource am") && message.contains("webhook key"),
         "{message}"
     );
-    let note = source_fixture::wait_event(&client, &ns, "payments", "Warning", "DeletionBlocked")
-        .await;
+    let note =
+        source_fixture::wait_event(&client, &ns, "payments", "Warning", "DeletionBlocked").await;
     assert!(note.contains("am"), "{note}");
     gone(&teams, "payments").await;
     let state = standin.admin().state().await.unwrap();

@@ -436,7 +436,8 @@ async fn a_team_whose_server_is_outside_the_watched_namespaces_says_so_and_its_d
         .unwrap();
     let message = wait_team_reason(&teams, "u", "ServerNotReconciled").await;
     assert!(
-        message.contains(&format!("namespace {elsewhere}")) && message.contains("--watch-namespaces"),
+        message.contains(&format!("namespace {elsewhere}"))
+            && message.contains("--watch-namespaces"),
         "{message}"
     );
     op.stop().await;
@@ -497,8 +498,16 @@ async fn overlapping_shards_leave_an_object_both_select_to_one_of_them() {
     // and says so on each object.
     ready(&teams, "t").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(passes(&d_metrics, "team"), 0.0, "overlap-d reconciled the team too");
-    assert_eq!(passes(&d_metrics, "server"), 0.0, "overlap-d reconciled the server too");
+    assert_eq!(
+        passes(&d_metrics, "team"),
+        0.0,
+        "overlap-d reconciled the team too"
+    );
+    assert_eq!(
+        passes(&d_metrics, "server"),
+        0.0,
+        "overlap-d reconciled the server too"
+    );
     for name in ["t", "terdut"] {
         let notes = eventually("the SelectedByTwoInstances Event", WAIT, || async {
             let notes = event_notes(&client, &ns, name, "SelectedByTwoInstances").await;
