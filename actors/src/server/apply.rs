@@ -167,18 +167,14 @@ where
     let parent = Parent::of(server).map_err(|e| ReconcileError::Invalid(e.to_string()))?;
     let name = object.name_any();
     let live = live_metadata::<K>(ctx, ns, &name).await?;
-    let uid = match &live {
-        None => None,
-        Some(meta) if controlled_by(meta, &parent) => meta.uid.clone(),
+    let target = match &live {
+        None => Target::Create,
+        Some(meta) if controlled_by(meta, &parent) => Target::Existing(meta),
         // Someone else's since the observation: never written (the next pass reports it).
         Some(_) => {
             info!(server = %ObjectKey::of(server), object = %name, "not ours any more; looking again");
             return Ok(Done::Raced);
         }
-    };
-    let target = match &uid {
-        None => Target::Create,
-        Some(uid) => Target::Existing(uid),
     };
     test_pause(ctx, server).await;
     match server_side_apply(ctx, Kind::Server, ns, object, target).await {

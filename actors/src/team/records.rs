@@ -8,8 +8,8 @@
 //! object made before the records existed, judged once not to have made the team found). At
 //! ~90 bytes an entry, 10,000 teams are ~56 KB a ConfigMap; ~150,000 fit under the 1 MiB limit.
 //!
-//! **Memory.** Loaded once, on the first question, into a map of 64-bit uid hashes (~20 bytes a
-//! team, ADR 0005), then kept in step by this process's own writes: only this operator (and
+//! **Memory.** Loaded once, on the first question, into a map of 64-bit uid hashes (19-39 bytes
+//! a team, ADR 0013 and 0005), then kept in step by this process's own writes: only this operator (and
 //! other instances sharing its namespace, see below) writes them. A removal or a decline is
 //! made in memory before it is written, so a write that fails never leaves this process
 //! trusting a record it meant to take back.

@@ -13,12 +13,15 @@
 //!   removes a field it no longer sets only when no other entry owns it: measured against the
 //!   kube-apiserver). A merge patch right after turns exactly that entry into an `Apply` entry
 //!   (the list of entries replaced whole, as client-go's `csaupgrade` rewrites them), guarded by
-//!   the resourceVersion the POST returned;
+//!   the resourceVersion it was read at: the POST's answer, read again on a conflict (the
+//!   Deployment controller writes a new Deployment at once), and, should that still fail,
+//!   before the next apply;
 //! - **to update**, a forced apply carrying `metadata.uid`: the uid of the object the caller
 //!   read live and found controlled by its TerdutServer. The API server refuses an apply whose
 //!   uid differs from the stored object's (422, uids are immutable) or names an object that is
 //!   not there (409), so a replacement is never written over.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::NamespaceResourceScope;
 use kube::{Resource, ResourceExt};
@@ -33,12 +36,12 @@ use crate::kind::Kind;
 pub const FIELD_MANAGER: &str = "terdut-operator";
 
 /// Which object a write may land on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Target<'a> {
     /// None exists: create it, or fail if one appeared meanwhile.
     Create,
-    /// The object with this uid, read live and found to be ours.
-    Existing(&'a str),
+    /// The object read live (its metadata) and found to be ours.
+    Existing(&'a ObjectMeta),
 }
 
 /// How an apply ended, besides success.
@@ -58,9 +61,8 @@ pub fn guarded<K: Resource + Clone>(object: &K, uid: &str) -> K {
 }
 
 /// PURE: the merge patch that turns the field manager's `Update` entry (made by a POST) into
-/// an `Apply` entry, only on the version the POST returned; `None` when there is none.
-pub fn upgrade_patch<K: Resource>(created: &K) -> Option<serde_json::Value> {
-    let meta = created.meta();
+/// an `Apply` entry, only on the version `meta` was read at; `None` when there is none.
+pub fn upgrade_patch(meta: &ObjectMeta) -> Option<serde_json::Value> {
     let mut entries = meta.managed_fields.clone().unwrap_or_default();
     let ours = entries.iter_mut().find(|m| {
         m.manager.as_deref() == Some(FIELD_MANAGER) && m.operation.as_deref() == Some("Update")
@@ -104,7 +106,12 @@ where
     let api: Api<K> = Api::namespaced(ctx.kube.clone(), namespace);
     let what = || format!("{} {namespace}/{name}", K::kind(&()));
     let uid = match target {
-        Target::Existing(uid) => uid,
+        Target::Existing(meta) => {
+            // A create whose entry could not be made the apply's yet (its object kept
+            // changing): now, before an apply that may drop a field.
+            upgrade(ctx, kind, &api, &name, meta.clone()).await;
+            meta.uid.as_deref().unwrap_or_default()
+        }
         Target::Create => {
             ctx.metrics.kube_write(kind.label(), "create");
             let pp = PostParams {
@@ -122,16 +129,7 @@ where
                     )));
                 }
             };
-            if let Some(patch) = upgrade_patch(&created) {
-                ctx.metrics.kube_write(kind.label(), "patch");
-                if let Err(e) = api
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                {
-                    // Still ours; only a field it later stops setting may linger.
-                    tracing::warn!(object = %what(), error = %e, "could not make the created object's fields the apply's");
-                }
-            }
+            upgrade(ctx, kind, &api, &name, created.meta().clone()).await;
             return Ok(());
         }
     };
@@ -144,6 +142,36 @@ where
         Ok(_) => Ok(()),
         Err(kube::Error::Api(e)) if is_precondition(&e) => Err(ApplyError::Precondition),
         Err(e) => Err(ApplyError::Failed(ReconcileError::kube("apply", what(), e))),
+    }
+}
+
+/// Makes the field manager's `Update` entry of the object `name` (as `meta` shows it) its
+/// `Apply` entry; a conflict (another writer, e.g. the Deployment controller's revision
+/// annotation right after a create) reads the object again and retries, as long as it is the
+/// same object. A failure is logged: the object stays ours, and the next apply tries again.
+async fn upgrade<K>(ctx: &Ctx, kind: Kind, api: &Api<K>, name: &str, mut meta: ObjectMeta)
+where
+    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    for _ in 0..3 {
+        let Some(patch) = upgrade_patch(&meta) else {
+            return;
+        };
+        ctx.metrics.kube_write(kind.label(), "patch");
+        match api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => return,
+            Err(kube::Error::Api(e)) if e.code == 409 => match api.get_metadata_opt(name).await {
+                Ok(Some(fresh)) if fresh.metadata.uid == meta.uid => meta = fresh.metadata,
+                _ => return,
+            },
+            Err(e) => {
+                tracing::warn!(object = %name, error = %e, "could not make the created object's fields the apply's");
+                return;
+            }
+        }
     }
 }
 
@@ -172,7 +200,7 @@ mod tests {
             entry("kube-controller-manager", "Update"),
             entry(FIELD_MANAGER, "Update"),
         ]);
-        let p = upgrade_patch(&svc).unwrap();
+        let p = upgrade_patch(&svc.metadata).unwrap();
         assert_eq!(p["metadata"]["resourceVersion"], "41");
         let ops: Vec<_> = p["metadata"]["managedFields"]
             .as_array()
@@ -188,7 +216,7 @@ mod tests {
             ]
         );
         svc.metadata.managed_fields = Some(vec![entry(FIELD_MANAGER, "Apply")]);
-        assert_eq!(upgrade_patch(&svc), None);
+        assert_eq!(upgrade_patch(&svc.metadata), None);
     }
 
     #[test]
