@@ -39,12 +39,7 @@ pub async fn apply(
     let r = match observed {
         Observed::Stopped { outcome, team_id } => return Ok(Applied { outcome, team_id }),
         Observed::Declined(d) => {
-            let record = if d.legacy {
-                Record::Declined
-            } else {
-                Record::None
-            };
-            return decline(ctx, team, &d.server, &d.team, record, memory).await;
+            return decline(ctx, team, &d.server, &d.team, d.keep, memory).await;
         }
         Observed::Reachable(r) => r,
     };
@@ -117,12 +112,8 @@ pub async fn apply(
                         Judgement::Decline => {
                             // The record this pass wrote is taken back (one older than the
                             // records keeps its judgement).
-                            let record = if before == Record::Declined || e.legacy.is_some() {
-                                Record::Declined
-                            } else {
-                                Record::None
-                            };
-                            return decline(ctx, team, &server, &t, record, memory).await;
+                            let keep = guard::kept_after_decline(before, e.legacy.is_some());
+                            return decline(ctx, team, &server, &t, keep, memory).await;
                         }
                     }
                     let id = t.id;

@@ -91,6 +91,18 @@ pub fn judge(e: &Evidence) -> Judgement {
     Judgement::Decline
 }
 
+/// PURE: what the records keep of an object after a pass declined the team it reached
+/// (`before`: its record before the pass). An object older than the records (`legacy`, or
+/// judged so before: `Declined`) keeps its judgement, so a finalizer or status it shows later
+/// never reopens it; any other object keeps no record (it made nothing).
+pub fn kept_after_decline(before: Record, legacy: bool) -> Record {
+    if legacy || before == Record::Declined {
+        Record::Declined
+    } else {
+        Record::None
+    }
+}
+
 /// The id an adopt annotation's value names: a plain decimal id, nothing else.
 pub fn opt_in(annotation: Option<&str>) -> Option<Id> {
     let v = annotation?.trim();
@@ -178,6 +190,20 @@ mod tests {
             lost_id: true,
         });
         assert_eq!(judge(&e), Judgement::Decline);
+    }
+
+    #[test]
+    fn a_declined_old_object_stays_declined_at_every_later_pass() {
+        // First judged: older than the records, not ours.
+        assert_eq!(kept_after_decline(Record::None, true), Record::Declined);
+        // Every later pass reaches it with that record (and no legacy evidence any more):
+        // the judgement stays, or the pass after would judge it by the old rule again.
+        assert_eq!(
+            kept_after_decline(Record::Declined, false),
+            Record::Declined
+        );
+        // An object made after the records made nothing: nothing is kept.
+        assert_eq!(kept_after_decline(Record::None, false), Record::None);
     }
 
     #[test]

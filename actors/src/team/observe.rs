@@ -59,8 +59,8 @@ pub enum Observed {
 pub struct Declined {
     pub server: ObjectKey,
     pub team: Team,
-    /// The object was made before the records (`guard::Legacy`): its judgement is recorded.
-    pub legacy: bool,
+    /// What the records keep of the object ([`guard::kept_after_decline`]).
+    pub keep: Record,
 }
 
 /// A team whose server may be called, and what it holds.
@@ -147,7 +147,7 @@ pub async fn observe(
                 return Ok(Observed::Declined(Box::new(Declined {
                     server,
                     team: state.team.clone(),
-                    legacy: e.legacy.is_some(),
+                    keep: guard::kept_after_decline(record, e.legacy.is_some()),
                 })));
             }
         }
