@@ -3,10 +3,12 @@
 //! rebuilt only when the key or URL changes, and proven with `whoami` after every pass, so one
 //! condition on the server (`KeyAccepted`) explains why its teams wait.
 //!
-//! Before the key leaves the process (that `whoami`, and every call of a child through the
-//! published client) the Service and the Deployment are read live and judged by
+//! At every pass, before the key leaves the process (that `whoami`) and before the client the
+//! children call with is published, the Service and the Deployment are read live and judged by
 //! [`endpoint::judge`]: while either is not this TerdutServer's own, no key is sent and no
-//! client is published (docs/security.md "The server's key goes only to the server").
+//! client is published (docs/security.md "The server's key goes only to the server"). A change
+//! of the operator's Service or Deployment between passes is a watch event that starts the next
+//! pass; until it ends, children still hold the client of the last one.
 
 use std::sync::Arc;
 
