@@ -238,8 +238,8 @@ impl Claims {
                         this = %mine.instance, other = %c.instance,
                         this_selector = ?mine.scope.selector, other_selector = ?c.scope.selector,
                         "another operator instance's selection can overlap this one's: an \
-                         object both select is kept by the older claim and skipped by the other, \
-                         with a SelectedByTwoInstances Event"
+                         object both select is kept by the instance whose name sorts first and \
+                         skipped by the other, with a SelectedByTwoInstances Event"
                     );
                 }
             }
