@@ -40,6 +40,8 @@ async fn main() -> anyhow::Result<()> {
         passivate_after: (!cli.passivate_after.is_zero()).then_some(cli.passivate_after),
         wake_budget: usize::try_from(cli.wake_budget)?,
         selector: cli.selector.clone(),
+        operator_namespace: cli.lease_namespace.clone(),
+        instance_name: cli.lease_name.clone(),
         watch_namespace_selector: cli.watch_namespace_selector.clone(),
         stall_after: cli.liveness_stall_after,
         watch_namespaces: cli

@@ -72,6 +72,13 @@ pub struct OperatorConfig {
     /// How long the root supervisor, the holding host or the routing writer may leave a
     /// message unanswered before `/healthz` fails (a stall, docs/adr/0017-liveness.md).
     pub stall_after: Duration,
+    /// The operator's own namespace (`--lease-namespace`, `POD_NAMESPACE`): where it keeps
+    /// what no tenant may write, the records of which TerdutTeams it made a team for
+    /// (`team::records`, ADR 0013).
+    pub operator_namespace: String,
+    /// This instance's name among the operators sharing that namespace (`--lease-name`): its
+    /// claim of what it selects is `terdut-instance-<name>` there (`routing::claims`).
+    pub instance_name: String,
 }
 
 impl Default for OperatorConfig {
@@ -91,6 +98,8 @@ impl Default for OperatorConfig {
             passivate_after: Some(Duration::from_secs(2)),
             wake_budget: 1024,
             stall_after: Duration::from_secs(30),
+            operator_namespace: "terdut-system".into(),
+            instance_name: "terdut-operator".into(),
         }
     }
 }
@@ -180,6 +189,10 @@ pub struct Inner {
     pub config: OperatorConfig,
     /// The resourceVersions the operator's own writes produced (see [`OwnWrites`]).
     pub own_writes: Arc<OwnWrites>,
+    /// Which TerdutTeams the operator sent a create call for (ADR 0013).
+    pub records: Arc<crate::team::records::TeamRecords>,
+    /// What the other operator instances sharing its namespace select (overlapping shards).
+    pub claims: Arc<crate::routing::claims::Claims>,
 }
 
 /// The resourceVersions the latest own writes of each object produced (status, finalizer; a

@@ -25,6 +25,10 @@ pub enum ReconcileError {
     /// A write kept meeting a newer version of the object; retried with backoff.
     #[error("{0} kept changing under the write; retrying")]
     Conflict(String),
+    /// The operator's own records (its namespace, `team::records`) could not be read or
+    /// written; retried with backoff.
+    #[error("{0}")]
+    Records(String),
 }
 
 impl ReconcileError {
@@ -42,7 +46,7 @@ impl ReconcileError {
         match self {
             Self::Kube { source, .. } => kube_retryable(source),
             Self::Api(e) => e.is_retryable(),
-            Self::Actor { .. } | Self::Conflict(_) => true,
+            Self::Actor { .. } | Self::Conflict(_) | Self::Records(_) => true,
             Self::Invalid(_) => false,
         }
     }
@@ -62,6 +66,7 @@ impl ReconcileError {
             Self::Actor { .. } => "actor_timeout",
             Self::Invalid(_) => "invalid_spec",
             Self::Conflict(_) => "kube_conflict",
+            Self::Records(_) => "records",
         }
     }
 

@@ -189,6 +189,12 @@ impl RunningOperator {
     /// Stops every part: the watches, the writer and the census at once, the tree with its
     /// children finishing their current message.
     pub async fn stop(self) {
+        // Give up the claim first, so that an instance with an overlapping selector can take
+        // over at once (ADR 0014), then stop every part.
+        self.ctx
+            .claims
+            .release(&self.ctx.kube, &self.ctx.config.operator_namespace)
+            .await;
         self.stop.cancel();
         for h in self.parts {
             let _ = tokio::time::timeout(Duration::from_secs(30), h).await;
@@ -481,7 +487,25 @@ pub async fn start_with(
     };
     refuse_bad_selectors(&watch, &opts.config.watch_namespaces, &selectors).await?;
     let informers = informers::build(&watch, &opts.config.watch_namespaces, &selectors, routes);
+    let records = Arc::new(crate::team::records::TeamRecords::new(
+        client.clone(),
+        &opts.config.operator_namespace,
+    ));
+    // Overlapping shards (routing::claims): this instance's claim first, so no pass runs
+    // before it knows the others'.
+    let claims = Arc::new(crate::routing::claims::Claims::new(
+        &opts.config.instance_name,
+        crate::routing::scope::Scope::of(&opts.config),
+    ));
+    if let Err(e) = claims
+        .refresh(&client, &opts.config.operator_namespace)
+        .await
+    {
+        tracing::warn!(error = %e, "could not write the instance claim or read the others");
+    }
     let ctx = Ctx::new(Inner {
+        records,
+        claims: claims.clone(),
         kube: client,
         stores: informers.stores.clone(),
         events,
@@ -615,6 +639,21 @@ pub async fn start_with(
         opts.health.clone(),
         opts.config.stall_after,
         stop.clone(),
+    )));
+    let claims_kube = ctx.kube.clone();
+    let claims_namespace = ctx.config.operator_namespace.clone();
+    parts.push(tokio::spawn(supervise(
+        TaskPart {
+            name: "claims".into(),
+            start: move || -> futures::future::BoxFuture<'static, ()> {
+                Box::pin(crate::routing::claims::run(
+                    claims.clone(),
+                    claims_kube.clone(),
+                    claims_namespace.clone(),
+                ))
+            },
+        },
+        env.clone(),
     )));
     info!("operator started");
     Ok(RunningOperator {

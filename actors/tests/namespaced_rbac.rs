@@ -126,6 +126,9 @@ async fn the_operator_works_with_namespaced_roles_and_ignores_other_namespaces()
             api_timeout: Duration::from_secs(3),
             call_timeout: Duration::from_secs(5),
             watch_namespaces: watch,
+            // The release namespace, as the chart passes it (--lease-namespace).
+            operator_namespace: release_ns.clone(),
+            instance_name: RELEASE.into(),
             ..OperatorConfig::default()
         },
         restart_policy: test_policy(),

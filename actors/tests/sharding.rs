@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::{eventually, standin_for, start_operator, test_config, test_server};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use terdut_actors::key::ObjectKey;
 use terdut_actors::operator::RunningOperator;
@@ -281,4 +281,266 @@ async fn a_selector_the_api_server_refuses_stops_the_operator_before_it_starts()
         let e = format!("{e:#}");
         assert!(e.contains(flag) && e.contains("refused"), "{e}");
     }
+}
+
+const PORT_D: u16 = 19783;
+const PORT_E: u16 = 19784;
+const FINALIZER: &str = "terdut.ryuvia.com/team-cleanup";
+
+/// `(reason, message)` of the team's Ready condition, once it has `reason`.
+async fn wait_team_reason(api: &Api<TerdutTeam>, name: &str, reason: &str) -> String {
+    eventually(&format!("team {name} {reason}"), WAIT, || async {
+        let t = api.get(name).await.ok()?;
+        t.status?
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == "Ready" && c.reason == reason)
+            .map(|c| c.message)
+    })
+    .await
+}
+
+async fn gone(api: &Api<TerdutTeam>, name: &str) {
+    eventually(&format!("{name} gone"), WAIT, || async {
+        api.get_opt(name).await.unwrap().is_none().then_some(())
+    })
+    .await
+}
+
+/// The notes of the Events of `reason` about `name`.
+async fn event_notes(client: &kube::Client, ns: &str, name: &str, reason: &str) -> Vec<String> {
+    Api::<k8s_openapi::api::events::v1::Event>::namespaced(client.clone(), ns)
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .map(|e| e.note.unwrap_or_default())
+        .collect()
+}
+
+fn with_finalizer(mut t: TerdutTeam) -> TerdutTeam {
+    t.metadata.finalizers = Some(vec![FINALIZER.into()]);
+    t
+}
+
+#[tokio::test]
+async fn a_team_whose_server_is_another_shards_says_so_and_its_deletion_ends() {
+    let cp = ControlPlane::shared().await.unwrap();
+    let client = cp.client().await.unwrap();
+    let ns = cp.namespace(&client, "not-mine").await.unwrap();
+    let shard = |s: &str| format!("{SHARD}=not-mine-{s}");
+    let a = operator_with(cp, |c| c.selector = Some(shard("a"))).await;
+    let b = operator_with(cp, |c| c.selector = Some(shard("b"))).await;
+    let servers: Api<TerdutServer> = Api::namespaced(client.clone(), &ns);
+    servers
+        .create(
+            &PostParams::default(),
+            &labelled(test_server("sb", i32::from(PORT_D)), "not-mine-b"),
+        )
+        .await
+        .unwrap();
+    let standin = standin_for(&client, &ns, "sb", PORT_D).await;
+    let teams: Api<TerdutTeam> = Api::namespaced(client.clone(), &ns);
+
+    // A team of shard a naming shard b's server, with the finalizer set by hand: deleting it
+    // ends (it never made anything there), however far its first pass got.
+    teams
+        .create(
+            &PostParams::default(),
+            &with_finalizer(labelled(team("stray", "sb"), "not-mine-a")),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    teams
+        .delete("stray", &DeleteParams::default())
+        .await
+        .unwrap();
+    gone(&teams, "stray").await;
+
+    // A team shard b made, relabelled into shard a: shard a cannot delete it on the server
+    // and shard b no longer sees the object, so its deletion ends with a Warning saying what
+    // is left there.
+    teams
+        .create(
+            &PostParams::default(),
+            &labelled(team("moved", "sb"), "not-mine-b"),
+        )
+        .await
+        .unwrap();
+    ready(&teams, "moved").await;
+    relabel(&teams, "moved", "not-mine-a").await;
+    // Shard a says the server exists but is not its own, rather than "does not exist".
+    let message = wait_team_reason(&teams, "moved", "ServerNotReconciled").await;
+    assert!(
+        message.contains(&format!("--selector {}", shard("a"))),
+        "{message}"
+    );
+    teams
+        .delete("moved", &DeleteParams::default())
+        .await
+        .unwrap();
+    gone(&teams, "moved").await;
+    let notes = event_notes(&client, &ns, "moved", "TeamLeftOnServer").await;
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("not reconciled by this operator instance")),
+        "{notes:?}"
+    );
+    let state = standin.admin().state().await.unwrap();
+    assert!(state.team_by_external_id(&format!("{ns}/moved")).is_some());
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn a_team_whose_server_is_outside_the_watched_namespaces_says_so_and_its_deletion_ends() {
+    let cp = ControlPlane::shared().await.unwrap();
+    let client = cp.client().await.unwrap();
+    let watched = cp.namespace(&client, "watched").await.unwrap();
+    let elsewhere = cp.namespace(&client, "elsewhere").await.unwrap();
+    let op = operator_with(cp, |c| {
+        c.watch_namespaces = vec![watched.clone()];
+        // Only this test's objects: the other tests' operators run in this binary too.
+        c.selector = Some(format!("{SHARD}=scoped"));
+    })
+    .await;
+    let servers: Api<TerdutServer> = Api::namespaced(client.clone(), &elsewhere);
+    servers
+        .create(
+            &PostParams::default(),
+            &labelled(test_server("terdut", i32::from(PORT_E)), "scoped"),
+        )
+        .await
+        .unwrap();
+    let teams: Api<TerdutTeam> = Api::namespaced(client.clone(), &watched);
+    let elsewhere_team = |name: &str| {
+        let mut t = labelled(team(name, "terdut"), "scoped");
+        t.spec.server_ref.namespace = Some(elsewhere.clone());
+        t
+    };
+    // With the finalizer set by hand: its deletion ends.
+    teams
+        .create(&PostParams::default(), &with_finalizer(elsewhere_team("t")))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    teams.delete("t", &DeleteParams::default()).await.unwrap();
+    gone(&teams, "t").await;
+    // And it says why nothing happens, rather than "does not exist".
+    teams
+        .create(&PostParams::default(), &elsewhere_team("u"))
+        .await
+        .unwrap();
+    let message = wait_team_reason(&teams, "u", "ServerNotReconciled").await;
+    assert!(
+        message.contains(&format!("namespace {elsewhere}"))
+            && message.contains("--watch-namespaces"),
+        "{message}"
+    );
+    op.stop().await;
+}
+
+/// The sum of `reconciles_total` of `kind` in a registry.
+fn passes(registry: &prometheus_client::registry::Registry, kind: &str) -> f64 {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+    text.lines()
+        .filter(|l| l.starts_with(&format!("reconciles_total{{kind=\"{kind}\"")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test]
+async fn overlapping_shards_leave_an_object_both_select_to_one_of_them() {
+    let cp = ControlPlane::shared().await.unwrap();
+    let client = cp.client().await.unwrap();
+    let ns = cp.namespace(&client, "overlap").await.unwrap();
+    let tier = format!("tier-{ns}");
+    let kubeconfig = cp.operator_kubeconfig();
+    let start = |name: &'static str, selector: String| {
+        let mut config = test_config();
+        config.instance_name = name.into();
+        config.selector = Some(selector);
+        start_operator(&kubeconfig, config)
+    };
+    // Two shards whose selectors a label can join: a shard label, and a tier label.
+    let (c, _c_metrics) = start("overlap-c", format!("{SHARD}=overlap")).await;
+    let (d, d_metrics) = start("overlap-d", format!("{tier}=gold")).await;
+
+    let both = |mut o: serde_json::Value| {
+        o["metadata"]["labels"] = json!({SHARD: "overlap", tier.as_str(): "gold"});
+        o
+    };
+    let servers: Api<TerdutServer> = Api::namespaced(client.clone(), &ns);
+    let server = serde_json::to_value(test_server("terdut", 19785)).unwrap();
+    servers
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(both(server)).unwrap(),
+        )
+        .await
+        .unwrap();
+    let standin = standin_for(&client, &ns, "terdut", 19785).await;
+    let teams: Api<TerdutTeam> = Api::namespaced(client.clone(), &ns);
+    let t = serde_json::to_value(team("t", "terdut")).unwrap();
+    teams
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(both(t)).unwrap(),
+        )
+        .await
+        .unwrap();
+
+    // One of them reconciles it (the one whose name sorts first), the other leaves it alone
+    // and says so on each object.
+    ready(&teams, "t").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        passes(&d_metrics, "team"),
+        0.0,
+        "overlap-d reconciled the team too"
+    );
+    assert_eq!(
+        passes(&d_metrics, "server"),
+        0.0,
+        "overlap-d reconciled the server too"
+    );
+    for name in ["t", "terdut"] {
+        let notes = eventually("the SelectedByTwoInstances Event", WAIT, || async {
+            let notes = event_notes(&client, &ns, name, "SelectedByTwoInstances").await;
+            (!notes.is_empty()).then_some(notes)
+        })
+        .await;
+        assert!(
+            notes[0].contains("overlap-c reconciles it")
+                && notes[0].contains("overlap-d leaves it alone"),
+            "{notes:?}"
+        );
+    }
+    assert_eq!(
+        passes(&d_metrics, "team"),
+        0.0,
+        "overlap-d ran no pass of the team"
+    );
+    assert_eq!(
+        passes(&d_metrics, "server"),
+        0.0,
+        "overlap-d ran no pass of the server"
+    );
+    let state = standin.admin().state().await.unwrap();
+    assert_eq!(
+        state
+            .teams
+            .iter()
+            .filter(|t| t.external_id == format!("{ns}/t"))
+            .count(),
+        1
+    );
+    c.stop().await;
+    d.stop().await;
 }

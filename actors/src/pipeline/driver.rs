@@ -132,6 +132,10 @@ impl<P: Pipeline> Driver<P> {
                 ..Memory::default()
             };
         }
+        if let Some(keeper) = self.kept_elsewhere(object).await {
+            debug!(kind, object = %ObjectKey::of(object), %keeper, "selected by another instance too; left to it");
+            return memory.streak.after(Next::Resync, &ctx.config);
+        }
         let started = ctx.clock.now();
         let pass = Pass { ctx, parent };
         let paused = if paused_by_annotation(object) {
@@ -206,6 +210,48 @@ impl<P: Pipeline> Driver<P> {
             }
         };
         memory.streak.after(next, &ctx.config)
+    }
+
+    /// Overlapping shards (`routing::claims`): when another live instance selects this object
+    /// too and keeps it, this instance changes nothing of it and says so (a Warning Event,
+    /// folded into one series by repeats); the keeper's name.
+    async fn kept_elsewhere(&self, object: &P::Object) -> Option<String> {
+        let ctx = &self.ctx;
+        let meta = object.meta();
+        let namespace = meta.namespace.as_deref().unwrap_or_default();
+        let namespace_labels = ctx
+            .stores
+            .namespaces
+            .get(&kube::runtime::reflector::ObjectRef::new(namespace))
+            .map(|n| n.metadata.labels.clone().unwrap_or_default());
+        let labels = meta.labels.clone().unwrap_or_default();
+        let keeper = ctx
+            .claims
+            .kept_by(namespace, namespace_labels.as_ref(), &labels)?;
+        let show = |s: &Option<String>| s.clone().unwrap_or_else(|| "(none)".into());
+        let note = format!(
+            "this {} is selected by two operator instances: {} (--selector {}) and {} \
+             (--selector {}); {} reconciles it and {} leaves it alone. Change the selectors, or \
+             this object's labels, so that exactly one instance selects it",
+            P::KIND.resource(),
+            ctx.config.instance_name,
+            show(&ctx.config.selector),
+            keeper.instance,
+            show(&keeper.scope.selector),
+            keeper.instance,
+            ctx.config.instance_name,
+        );
+        warn!(kind = P::KIND.label(), object = %ObjectKey::of(object), keeper = %keeper.instance, "selected by two operator instances");
+        write::events::publish(
+            ctx,
+            object,
+            crate::runtime::events::EventType::Warning,
+            "SelectedByTwoInstances",
+            "Reconcile",
+            note,
+        )
+        .await;
+        Some(keeper.instance)
     }
 
     async fn converge(

@@ -2,7 +2,14 @@
 //! Secret is created once (never applied, never overwritten), the owned objects are
 //! server-side applied with the one field manager, a PDB no longer asked for is deleted.
 //! Then the client its children use is refreshed (`client.rs`), failure or not: a refused
-//! write must not withhold it from the teams.
+//! write must not withhold it from the teams (the refresh checks the Service and Deployment
+//! itself before it sends the key).
+//!
+//! Each apply first reads its object's name live (the caches show only labelled objects) and
+//! writes only on what it found: nothing (a create, refused if one appeared since) or an object
+//! this TerdutServer controls (an apply on that very object, refused if it was replaced since);
+//! anything else is never written and the pass looks again (`write::apply`, docs/design.md §7
+//! "No adoption").
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -11,15 +18,21 @@ use kube::api::{Api, DeleteParams, PostParams};
 use terdut_crds::v1alpha1::TerdutServer;
 use tracing::info;
 
-use super::observe::Observation;
+use super::endpoint::controlled_by;
+use super::names::Parent;
+use super::observe::{Observation, live_metadata};
 use super::plan::{Plan, Step};
 use super::{Applied, ServerMemory};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
 use crate::kind::Kind;
-use crate::write::apply::{FIELD_MANAGER, apply as server_side_apply};
+use crate::write::apply::{ApplyError, FIELD_MANAGER, Target, apply as server_side_apply};
 use crate::write::events;
+
+/// With test hooks on: the milliseconds a pass waits between the live read of an object's name
+/// and its apply (how a test makes a foreign object appear in between). Ignored otherwise.
+pub const TEST_PAUSE_ANNOTATION: &str = "terdut.ryuvia.com/test-pause-before-apply";
 
 /// Carries out `plan`.
 pub async fn apply(
@@ -41,7 +54,7 @@ pub async fn apply(
     for step in &plan.steps {
         match execute(ctx, server, step).await {
             Ok(Done::Applied) => {}
-            Ok(Done::KeySecretRaced) => {
+            Ok(Done::Raced) => {
                 raced = true;
                 break;
             }
@@ -65,7 +78,9 @@ pub async fn apply(
 
 enum Done {
     Applied,
-    KeySecretRaced,
+    /// What the pass saw is not what is there now (a cache behind a create, a foreign object
+    /// that appeared or replaced ours): nothing was written; look again in a moment.
+    Raced,
 }
 
 async fn execute(ctx: &Ctx, server: &TerdutServer, step: &Step) -> Result<Done, ReconcileError> {
@@ -94,7 +109,7 @@ async fn execute(ctx: &Ctx, server: &TerdutServer, step: &Step) -> Result<Done, 
                     .await;
                     Ok(Done::Applied)
                 }
-                Err(kube::Error::Api(e)) if e.code == 409 => Ok(Done::KeySecretRaced),
+                Err(kube::Error::Api(e)) if e.code == 409 => Ok(Done::Raced),
                 Err(e) => Err(ReconcileError::kube(
                     "create",
                     format!("Secret {ns}/{}", secret.name_any()),
@@ -134,7 +149,8 @@ async fn execute(ctx: &Ctx, server: &TerdutServer, step: &Step) -> Result<Done, 
     }
 }
 
-/// Applies one owned object and announces it.
+/// Applies one owned object, on what a live read of its name found (see the module doc), and
+/// announces it.
 async fn applied<K>(
     ctx: &Ctx,
     server: &TerdutServer,
@@ -148,7 +164,27 @@ where
         + serde::de::DeserializeOwned
         + std::fmt::Debug,
 {
-    server_side_apply(ctx, Kind::Server, ns, object).await?;
+    let parent = Parent::of(server).map_err(|e| ReconcileError::Invalid(e.to_string()))?;
+    let name = object.name_any();
+    let live = live_metadata::<K>(ctx, ns, &name).await?;
+    let target = match &live {
+        None => Target::Create,
+        Some(meta) if controlled_by(meta, &parent) => Target::Existing(meta),
+        // Someone else's since the observation: never written (the next pass reports it).
+        Some(_) => {
+            info!(server = %ObjectKey::of(server), object = %name, "not ours any more; looking again");
+            return Ok(Done::Raced);
+        }
+    };
+    test_pause(ctx, server).await;
+    match server_side_apply(ctx, Kind::Server, ns, object, target).await {
+        Ok(()) => {}
+        Err(ApplyError::Precondition) => {
+            info!(server = %ObjectKey::of(server), object = %name, "changed since it was read; looking again");
+            return Ok(Done::Raced);
+        }
+        Err(ApplyError::Failed(e)) => return Err(e),
+    }
     let kind = K::kind(&());
     events::normal(
         ctx,
@@ -159,4 +195,18 @@ where
     )
     .await;
     Ok(Done::Applied)
+}
+
+/// See [`TEST_PAUSE_ANNOTATION`].
+async fn test_pause(ctx: &Ctx, server: &TerdutServer) {
+    if !ctx.config.test_hooks {
+        return;
+    }
+    let ms = server
+        .annotations()
+        .get(TEST_PAUSE_ANNOTATION)
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(ms) = ms {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
 }

@@ -2,6 +2,13 @@
 //! Secret this server controls (never from a Secret of that name someone else made, §1),
 //! rebuilt only when the key or URL changes, and proven with `whoami` after every pass, so one
 //! condition on the server (`KeyAccepted`) explains why its teams wait.
+//!
+//! At every pass, before the key leaves the process (that `whoami`) and before the client the
+//! children call with is published, the Service and the Deployment are read live and judged by
+//! [`endpoint::judge`]: while either is not this TerdutServer's own, no key is sent and no
+//! client is published (docs/security.md "The server's key goes only to the server"). A change
+//! of the operator's Service or Deployment between passes is a watch event that starts the next
+//! pass; until it ends, children still hold the client of the last one.
 
 use std::sync::Arc;
 
@@ -9,9 +16,10 @@ use terdut_crds::v1alpha1::TerdutServer;
 use terdut_crds::v1alpha1::conditions::DesiredCondition;
 use tracing::warn;
 
+use super::endpoint::{self, Endpoint};
 use super::key::{KeySecretState, classify_key_secret};
-use super::names::Parent;
-use super::observe::Observation;
+use super::names::{Parent, deployment_name, service_name};
+use super::observe::{Observation, live_metadata, live_object};
 use crate::api::{ApiError, ClientConfig, OperatorKey, TerdutClient, WhoAmI};
 use crate::context::Ctx;
 use crate::key::ObjectKey;
@@ -48,16 +56,21 @@ impl ServerClient {
         observation: &Observation,
     ) -> Published {
         let key = ObjectKey::of(server);
-        let token = Parent::of(server).ok().and_then(|parent| {
-            match classify_key_secret(
-                &parent,
-                observation.key_secret.as_deref(),
-                observation.unlisted.key_secret.as_ref(),
-            ) {
-                KeySecretState::Present(token) => Some(token),
-                _ => None,
-            }
-        });
+        let Ok(parent) = Parent::of(server) else {
+            *self = Self::default();
+            return wait(
+                format!("TerdutServer {key} has no operator key yet"),
+                KeyCheck::NoKey,
+            );
+        };
+        let token = match classify_key_secret(
+            &parent,
+            observation.key_secret.as_deref(),
+            observation.unlisted.key_secret.as_ref(),
+        ) {
+            KeySecretState::Present(token) => Some(token),
+            _ => None,
+        };
         let Some(token) = token else {
             *self = Self::default();
             return wait(
@@ -94,6 +107,19 @@ impl ServerClient {
                 KeyCheck::NoKey,
             );
         };
+        // Read live, now: the caches show only labelled objects, and a foreign Service that
+        // replaced ours a moment ago is in none of them.
+        if let Endpoint::Withheld(why) = live_endpoint(ctx, &parent).await {
+            warn!(server = %key, %why, "the operator key is not sent");
+            *self = Self::default();
+            return wait(
+                format!(
+                    "TerdutServer {key} is not sent the operator key: {why}; see its \
+                     KeyAccepted condition"
+                ),
+                KeyCheck::Withheld(why),
+            );
+        }
         let check = KeyCheck::of(client.whoami().await);
         match &check {
             // Every call of every child would be refused: tell them why, once, here.
@@ -115,6 +141,27 @@ impl ServerClient {
     }
 }
 
+/// [`endpoint::judge`] of the Service and the Deployment as they are now; a failed read
+/// withholds the key too (it is retried at the next pass).
+async fn live_endpoint(ctx: &Ctx, parent: &Parent) -> Endpoint {
+    let ns = &parent.namespace;
+    let service =
+        live_object::<k8s_openapi::api::core::v1::Service>(ctx, ns, &service_name(&parent.name))
+            .await;
+    let deployment = live_metadata::<k8s_openapi::api::apps::v1::Deployment>(
+        ctx,
+        ns,
+        &deployment_name(&parent.name),
+    )
+    .await;
+    match (service, deployment) {
+        (Ok(s), Ok(d)) => endpoint::judge(parent, s.as_ref(), d.as_ref()),
+        (Err(e), _) | (_, Err(e)) => Endpoint::Withheld(format!(
+            "its Service and Deployment could not be read to check who controls them ({e})"
+        )),
+    }
+}
+
 fn wait(why: String, check: KeyCheck) -> Published {
     Published {
         credentials: Credentials::NotReady(why.clone()),
@@ -133,6 +180,9 @@ pub enum KeyCheck {
     Unreachable(String),
     /// No key (or no client) to ask with.
     NoKey,
+    /// Not asked: the Service or Deployment at the server's address is not this
+    /// TerdutServer's own (`endpoint::judge`); why.
+    Withheld(String),
 }
 
 impl KeyCheck {
@@ -155,7 +205,9 @@ impl KeyCheck {
 
     /// The `KeyAccepted` condition.
     pub fn condition(&self, generation: Option<i64>) -> DesiredCondition {
-        use super::status::key_accepted::{ACCEPTED, KEY_REJECTED, NO_KEY, TYPE, UNREACHABLE};
+        use super::status::key_accepted::{
+            ACCEPTED, KEY_REJECTED, KEY_WITHHELD, NO_KEY, TYPE, UNREACHABLE,
+        };
         let (status, reason, message) = match self {
             Self::Accepted => (
                 true,
@@ -182,6 +234,15 @@ impl KeyCheck {
                 false,
                 NO_KEY,
                 "no operator key to check yet (see Ready)".to_owned(),
+            ),
+            Self::Withheld(why) => (
+                false,
+                KEY_WITHHELD,
+                format!(
+                    "the operator key is not sent to the server: {why}. No whoami is made and \
+                     its teams and alert sources wait until the Service and the Deployment at \
+                     its address are this TerdutServer's own"
+                ),
             ),
         };
         DesiredCondition {

@@ -18,6 +18,7 @@ pub mod cnpg;
 pub mod database;
 pub mod deployment;
 pub mod drift;
+pub mod endpoint;
 pub mod env;
 pub mod finalize;
 pub mod key;

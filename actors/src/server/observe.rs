@@ -161,6 +161,35 @@ fn controlled_by(meta: &ObjectMeta, server: &TerdutServer) -> bool {
 
 /// The metadata of `name` of kind `K`, read live (a metadata-only GET: a Secret's data never
 /// leaves the API server for it).
+pub(crate) async fn live_metadata<K>(
+    ctx: &Ctx,
+    ns: &str,
+    name: &str,
+) -> Result<Option<ObjectMeta>, ReconcileError>
+where
+    K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    metadata::<K>(ctx, ns, name).await
+}
+
+/// `name` of kind `K`, read live.
+pub(crate) async fn live_object<K>(
+    ctx: &Ctx,
+    ns: &str,
+    name: &str,
+) -> Result<Option<K>, ReconcileError>
+where
+    K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    full::<K>(ctx, ns, name).await
+}
+
 async fn metadata<K>(ctx: &Ctx, ns: &str, name: &str) -> Result<Option<ObjectMeta>, ReconcileError>
 where
     K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>

@@ -143,6 +143,9 @@ pub mod key_accepted {
     pub const UNREACHABLE: &str = "Unreachable";
     /// No key or client to ask with yet.
     pub const NO_KEY: &str = "NoKey";
+    /// Not asked: the Service or Deployment at the server's address is not this server's own,
+    /// so the key is not sent (docs/security.md).
+    pub const KEY_WITHHELD: &str = "KeyWithheld";
 }
 
 /// The `PodSecurity` condition: whether the generated pods meet the `restricted` Pod Security

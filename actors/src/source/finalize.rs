@@ -4,9 +4,14 @@
 //!
 //! What deletion does when the integration cannot be reached (engineering-notes: finalizer
 //! deadlocks when the server or the team is gone first):
-//! - **TerdutTeam gone** (absent from the cache and from a live read), or being deleted without
-//!   a way to reach the server: released with a Warning. The team's own finalizer deletes the
-//!   team on the server, which deletes its integrations, so nothing is orphaned.
+//! - **TerdutTeam gone** (absent from the cache and from a live read), or being deleted with
+//!   `deletionPolicy: Delete` without a way to reach the server: released with a Warning. The
+//!   team's own finalizer deletes the team on the server, which deletes its integrations, so
+//!   nothing is orphaned. A team being deleted with `deletionPolicy: Orphan` stays on the
+//!   server with its integrations, so this source deletes its own first (the team waits for
+//!   it, `team/finalize.rs`) and stays blocked, saying what is still live, while it cannot. A
+//!   team gone for good while it was orphaned is the one case left: the Warning says the
+//!   integration may still be live.
 //! - **TerdutServer gone** (confirmed live too; e.g. the whole namespace is being deleted):
 //!   released with a Warning naming the integration; nothing can delete it any more, and a
 //!   server reusing that database keeps the row until someone deletes it by hand.
@@ -32,7 +37,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 use kube::runtime::reflector::ObjectRef;
-use terdut_crds::v1alpha1::{DeletionPolicy, TerdutAlertSource, TerdutServer, TerdutTeam};
+use terdut_crds::v1alpha1::{DeletionPolicy, TerdutAlertSource, TerdutTeam};
 use tracing::info;
 
 use super::SourceMemory;
@@ -48,6 +53,7 @@ use crate::error::ReconcileError;
 use crate::key::ObjectKey;
 use crate::pipeline::{Finalized, Next, Pass};
 use crate::server::observe::team_server_key;
+use crate::team::observe::Uncached;
 use crate::tree::Credentials;
 use crate::write::{events, finalizer};
 
@@ -115,48 +121,89 @@ async fn cleanup(pass: Pass<'_>, source: &TerdutAlertSource) -> Result<Cleanup, 
             .await?
             .map(Arc::new),
     }) else {
+        let what = source
+            .status
+            .as_ref()
+            .and_then(|s| s.integration_id)
+            .map_or_else(
+                || "its integration".to_owned(),
+                |id| format!("integration {id}"),
+            );
         return release(
             ctx,
             source,
             format!(
-                "TerdutTeam {team_name} no longer exists; deleting a team on the server deletes \
-                 its integrations, so there is nothing left to delete"
+                "TerdutTeam {team_name} no longer exists, so {what} cannot be looked up; deleting \
+                 a team on the server deletes its integrations, but if the team was left there \
+                 (its finalizer removed by hand), {what} and its webhook key are still live: \
+                 delete it on the server"
             ),
         )
         .await;
     };
+    let status_id = source.status.as_ref().and_then(|s| s.integration_id);
     let team_deleting = team.metadata.deletion_timestamp.is_some();
+    // Only a team the server deletes takes its integrations with it.
+    let team_takes_it = team.spec.deletion_policy == DeletionPolicy::Delete;
     let team_gone_note = || {
         format!(
             "TerdutTeam {team_name} is being deleted and the integration cannot be reached; \
              deleting the team on the server deletes its integrations"
         )
     };
+    let orphaned_team_note = |why: &str| {
+        let what = status_id.map_or_else(
+            || "this source's integration".to_owned(),
+            |id| format!("integration {id}"),
+        );
+        format!(
+            "TerdutTeam {team_name} is being deleted with deletionPolicy Orphan, so it stays on \
+             the server and {what} with its working webhook key stays with it unless deleted \
+             here; {why}"
+        )
+    };
     let server = team_server_key(&team);
-    let status_id = source.status.as_ref().and_then(|s| s.integration_id);
-    if ctx
+    let uncached = if ctx
         .stores
         .servers
         .get(&ObjectRef::new(&server.name).within(&server.namespace))
         .is_none()
-        && live::<TerdutServer>(ctx, &server.namespace, &server.name)
-            .await?
-            .is_none()
     {
-        let what = status_id.map_or_else(
-            || "its integration".to_owned(),
-            |id| format!("integration {id}"),
-        );
-        return release(
-            ctx,
-            source,
-            format!(
-                "TerdutServer {server} no longer exists, so {what} cannot be deleted; if a server \
-                 reusing its database comes back, delete {what} of TerdutTeam {team_name} there by \
-                 hand"
-            ),
-        )
-        .await;
+        Some(crate::team::observe::uncached(ctx, &server).await?)
+    } else {
+        None
+    };
+    let what = status_id.map_or_else(
+        || "its integration".to_owned(),
+        |id| format!("integration {id}"),
+    );
+    match uncached {
+        Some(Uncached::Absent) => {
+            return release(
+                ctx,
+                source,
+                format!(
+                    "TerdutServer {server} no longer exists, so {what} cannot be deleted; if a \
+                     server reusing its database comes back, delete {what} of TerdutTeam \
+                     {team_name} there by hand"
+                ),
+            )
+            .await;
+        }
+        // Exists, but not this instance's to call: nobody could delete it from here.
+        Some(Uncached::NotMine(why)) => {
+            return release(
+                ctx,
+                source,
+                format!(
+                    "TerdutServer {server} of TerdutTeam {team_name} is not reconciled by this \
+                     operator instance ({why}), so {what} cannot be deleted from here; if it \
+                     exists, its webhook key is still live: delete it on the server by hand"
+                ),
+            )
+            .await;
+        }
+        Some(Uncached::NotYetSeen) | None => {}
     }
     let secret = observe::secret(
         ctx,
@@ -168,8 +215,21 @@ async fn cleanup(pass: Pass<'_>, source: &TerdutAlertSource) -> Result<Cleanup, 
     .await?;
     let recorded = lookup_id(&secret.view, status_id);
     let Some(team_id) = team.status.as_ref().and_then(|s| s.team_id) else {
-        if team_deleting {
+        if team_deleting && team_takes_it {
             return release(ctx, source, team_gone_note()).await;
+        }
+        if team_deleting && recorded.is_some() {
+            // The team waits for this source, and without its id nothing can be reached:
+            // released, saying what may be left.
+            return release(
+                ctx,
+                source,
+                orphaned_team_note(
+                    "it has no teamID, so the integration cannot be reached: delete it on the \
+                     server by hand",
+                ),
+            )
+            .await;
         }
         if recorded.is_none() {
             // An integration is only ever created on a team id the server confirmed, and its
@@ -193,8 +253,13 @@ async fn cleanup(pass: Pass<'_>, source: &TerdutAlertSource) -> Result<Cleanup, 
     let access = pass.parent.access(ctx, &server, &key.namespace).await;
     let client = match access.credentials {
         Credentials::Ready(c) => c,
-        Credentials::NotReady(_) if team_deleting => {
+        Credentials::NotReady(_) if team_deleting && team_takes_it => {
             return release(ctx, source, team_gone_note()).await;
+        }
+        Credentials::NotReady(why) if team_deleting => {
+            return Ok(Cleanup::Blocked(orphaned_team_note(&format!(
+                "it is deleted once the server can be reached ({why})"
+            ))));
         }
         Credentials::NotReady(why) => {
             return Ok(Cleanup::Blocked(format!(

@@ -237,7 +237,8 @@ pub fn failed(
             ReconcileError::Actor { .. } => reasons::WAITING_FOR_SERVER,
             ReconcileError::Kube { .. }
             | ReconcileError::Invalid(_)
-            | ReconcileError::Conflict(_) => reasons::APPLY_FAILED,
+            | ReconcileError::Conflict(_)
+            | ReconcileError::Records(_) => reasons::APPLY_FAILED,
         };
         Outcome::Failed {
             reason,

@@ -4,13 +4,16 @@
 //!
 //! When no team is known the plan is the create-or-find POST alone; its answer (the team it
 //! created, or found by `external_id`) is observed and planned again, so one pass converges.
-//! A team found that this object never made is only taken over with the adopt annotation
-//! (ADR 0007).
+//! Before that POST the operator records, durably and where no tenant can write, that it sends
+//! a create call for this object (`records.rs`); a team the POST finds is this object's only if
+//! the guard says so from that record (ADR 0013), and is otherwise taken over only with the
+//! adopt annotation naming its id.
 
 use kube::ResourceExt;
 use terdut_crds::v1alpha1::TerdutTeam;
 use tracing::{info, warn};
 
+use super::guard::{self, Judgement, Reached, Record};
 use super::observe::{self, Observed, Reachable};
 use super::plan::{self, Call, Desired, describe};
 use super::status::Outcome;
@@ -24,7 +27,7 @@ use crate::pipeline::Pass;
 use crate::write::{events, finalizer};
 
 /// Carries out `calls` (the plan of `observed`). `Err` only for a failed Kubernetes write
-/// (the finalizer); everything the server answers is an [`Outcome`].
+/// (the finalizer, the records); everything the server answers is an [`Outcome`].
 pub async fn apply(
     pass: Pass<'_>,
     team: &TerdutTeam,
@@ -35,6 +38,9 @@ pub async fn apply(
     let ctx = pass.ctx;
     let r = match observed {
         Observed::Stopped { outcome, team_id } => return Ok(Applied { outcome, team_id }),
+        Observed::Declined(d) => {
+            return decline(ctx, team, &d.server, &d.team, d.keep, memory).await;
+        }
         Observed::Reachable(r) => r,
     };
     // Before the first call that can create the team: no team may exist that deleting the
@@ -47,38 +53,88 @@ pub async fn apply(
         known,
         team_id,
         drift,
-        had_finalizer,
+        had_finalizer: _,
+        adopt,
+        record,
     } = *r;
     let key = ObjectKey::of(team);
     let (calls, team_id) = match known {
-        Some(state) => (calls, Some(state.team.id)),
+        Some(state) => {
+            if adopt {
+                adopted(ctx, team, &server, &state.team).await?;
+            } else if record {
+                ctx.records
+                    .made(&team.uid().unwrap_or_default(), &key)
+                    .await?;
+            }
+            memory.declined = None;
+            (calls, Some(state.team.id))
+        }
         // `team_id`, if any, names no team of ours any more: it was deleted on the server.
         None => {
-            let earlier = Earlier {
-                lost: team_id,
-                // A finalizer this actor added and released again when it declined the team
-                // (`adopt`) says nothing about who made it: the cached copy of a pass right
-                // after that one can still show it (ADR 0007).
-                had_finalizer: had_finalizer && memory.declined.is_none(),
-            };
-            match found_or_created(ctx, team, &client, &desired, &server, earlier, drift).await {
-                Ok(state) => {
-                    let id = state.team.id;
-                    memory.declined = None;
-                    (plan::plan(&desired, Some(&state)), Some(id))
-                }
-                Err(outcome) => {
-                    if let Outcome::Adopted { team_id } = outcome {
-                        memory.declined = Some(team_id);
+            let uid = team.uid().unwrap_or_default();
+            // Whether an earlier pass sent a create call for this object: then a team found
+            // by external_id is the one that call made (its answer lost to a crash or timeout).
+            let before = ctx.records.get(&uid).await?;
+            ctx.records.made(&uid, &key).await?;
+            let found =
+                match found_or_created(ctx, team, &client, &desired, &server, team_id, drift).await
+                {
+                    Ok(found) => found,
+                    Err(outcome) => {
+                        memory.team_id = None;
+                        return Ok(Applied {
+                            outcome,
+                            team_id: None,
+                        });
                     }
-                    let applied = Applied {
-                        outcome,
-                        team_id: None,
-                    };
-                    memory.team_id = None;
-                    return Ok(applied);
+                };
+            let state = match found {
+                Found::Created(state) => state,
+                Found::Existing(t) => {
+                    let e = observe::evidence(
+                        ctx,
+                        team,
+                        memory,
+                        Reached::Found,
+                        t.id,
+                        team_id.is_some(),
+                        before,
+                    )
+                    .await?;
+                    match guard::judge(&e) {
+                        Judgement::Ours => {
+                            // A lost status or a crash after the create: the same team, found
+                            // by its identity.
+                            info!(team = %team.name_any(), id = t.id, "found the team on the server by its external_id");
+                        }
+                        Judgement::Adopt => adopted(ctx, team, &server, &t).await?,
+                        Judgement::Decline => {
+                            // The record this pass wrote is taken back (one older than the
+                            // records keeps its judgement).
+                            let keep = guard::kept_after_decline(before, e.legacy.is_some());
+                            return decline(ctx, team, &server, &t, keep, memory).await;
+                        }
+                    }
+                    let id = t.id;
+                    match observe::rest(&client, t).await {
+                        Ok(state) => state,
+                        Err(e) => {
+                            memory.team_id = None;
+                            return Ok(Applied {
+                                outcome: Outcome::WaitingForServer(format!(
+                                    "TerdutServer {server} could not be read (team {id}): {e}; \
+                                     retrying"
+                                )),
+                                team_id: None,
+                            });
+                        }
+                    }
                 }
-            }
+            };
+            memory.declined = None;
+            let id = state.team.id;
+            (plan::plan(&desired, Some(&state)), Some(id))
         }
     };
     memory.team_id = team_id;
@@ -110,53 +166,37 @@ pub async fn apply(
     Ok(Applied { outcome, team_id })
 }
 
-/// What this object knew of a team before the create-or-find step.
-#[derive(Clone, Copy, Debug)]
-struct Earlier {
-    /// The id status (or the actor) had, whose team is gone: a 201 then means the team was
-    /// recreated (a Warning Event).
-    lost: Option<Id>,
-    /// The object carried the finalizer before this pass, so an earlier pass of it may have
-    /// created the team (the finalizer goes on before the first create).
-    had_finalizer: bool,
+/// What the create-or-find POST answered.
+enum Found {
+    /// 201: a new team, nothing on it yet.
+    Created(plan::Observed),
+    /// 200: the team this `external_id` already names, to be judged.
+    Existing(Team),
 }
 
-impl Earlier {
-    /// Nothing ties this object to a team: one found by `external_id` was made for another.
-    fn knows_nothing(&self) -> bool {
-        self.lost.is_none() && !self.had_finalizer
-    }
-}
-
-/// The create-or-find step for a team the pass knows no (valid) id of.
+/// The create-or-find step for a team the pass knows no (valid) id of. `lost`: the id status
+/// (or the actor) had, whose team is gone: a 201 then means the team was recreated (a Warning
+/// Event).
 async fn found_or_created(
     ctx: &Ctx,
     team: &TerdutTeam,
     client: &TerdutClient,
     desired: &Desired,
     server: &ObjectKey,
-    earlier: Earlier,
+    lost: Option<Id>,
     drift: bool,
-) -> Result<plan::Observed, Outcome> {
+) -> Result<Found, Outcome> {
     let call = plan::create_or_find(desired);
     let created = match create(client, desired).await {
         Ok(created) => created,
         Err(e) => return Err(classify(&call, &e, server).outcome().clone()),
-    };
-    let read_rest = |t: Team| async move {
-        let id = t.id;
-        observe::rest(client, t).await.map_err(|e| {
-            Outcome::WaitingForServer(format!(
-                "TerdutServer {server} could not be read (team {id}): {e}; retrying"
-            ))
-        })
     };
     match created {
         TeamCreate::Created(t) => {
             if drift {
                 ctx.metrics.drift_corrected(Kind::Team.label());
             }
-            match earlier.lost {
+            match lost {
                 Some(old) => {
                     events::warning(
                         ctx,
@@ -188,54 +228,78 @@ async fn found_or_created(
                 }
             }
             info!(team = %team.name_any(), id = t.id, "created the team on the server");
-            Ok(observe::fresh(t))
+            Ok(Found::Created(observe::fresh(t)))
         }
-        TeamCreate::Found(t) if earlier.knows_nothing() => {
-            adopt(ctx, team, server, &t).await?;
-            read_rest(t).await
-        }
-        TeamCreate::Found(t) => {
-            // A lost status or a crash after the create: the same team, found by its identity.
-            info!(team = %team.name_any(), id = t.id, "found the team on the server by its external_id");
-            read_rest(t).await
-        }
+        TeamCreate::Found(t) => Ok(Found::Existing(t)),
     }
 }
 
-/// A team with this object's `external_id` that this object never made (ADR 0007): a namespace
-/// deleted and recreated, or a new TerdutTeam reusing an old one's name. Taken over only with
-/// [`ADOPT_ANNOTATION`] naming its id, with a Warning either way; otherwise the finalizer just
-/// added is released again (the object holds nothing on the server, so deleting it must not
-/// delete that team) and the pass ends `Adopted`.
-async fn adopt(ctx: &Ctx, team: &TerdutTeam, server: &ObjectKey, t: &Team) -> Result<(), Outcome> {
-    let opted_in = team.annotations().get(ADOPT_ANNOTATION).map(String::as_str)
-        == Some(t.id.to_string().as_str());
-    if opted_in {
-        info!(team = %team.name_any(), id = t.id, "adopting the existing team (annotation)");
-        events::warning(
-            ctx,
-            team,
-            "Adopted",
-            "Adopt",
-            format!(
-                "took over team {} ({:?}) on TerdutServer {server}, which existed before this \
-                 TerdutTeam with its external_id {}, as {ADOPT_ANNOTATION} asks; what the server \
-                 kept with it, such as its incident history, stays with it",
-                t.id, t.name, t.external_id
-            ),
-        )
-        .await;
-        return Ok(());
+/// Takes over a team this object did not make, as [`ADOPT_ANNOTATION`] naming its id asks
+/// (ADR 0013): recorded as this object's from now on, with a Warning.
+async fn adopted(
+    ctx: &Ctx,
+    team: &TerdutTeam,
+    server: &ObjectKey,
+    t: &Team,
+) -> Result<(), ReconcileError> {
+    ctx.records
+        .made(&team.uid().unwrap_or_default(), &ObjectKey::of(team))
+        .await?;
+    info!(team = %team.name_any(), id = t.id, "adopting the existing team (annotation)");
+    events::warning(
+        ctx,
+        team,
+        "Adopted",
+        "Adopt",
+        format!(
+            "took over team {} ({:?}) on TerdutServer {server}, which this TerdutTeam did not \
+             make although it has its external_id {}, as {ADOPT_ANNOTATION} asks; what the \
+             server kept with it, such as its incident history, stays with it",
+            t.id, t.name, t.external_id
+        ),
+    )
+    .await;
+    Ok(())
+}
+
+/// A team with this object's `external_id` that this object did not make (ADR 0013): a
+/// namespace deleted and recreated, a new TerdutTeam reusing an old one's name, or a tenant's
+/// forged status or finalizer. Nothing is changed on it; the finalizer is released (the object
+/// holds nothing on the server, so deleting it must not delete that team), `record` says what
+/// the records keep of the object, and the pass ends `Adopted`.
+async fn decline(
+    ctx: &Ctx,
+    team: &TerdutTeam,
+    server: &ObjectKey,
+    t: &Team,
+    record: Record,
+    memory: &mut TeamMemory,
+) -> Result<Applied, ReconcileError> {
+    let uid = team.uid().unwrap_or_default();
+    let key = ObjectKey::of(team);
+    memory.declined = Some(t.id);
+    memory.team_id = None;
+    warn!(team = %key, id = t.id, "a team with this external_id exists that this object did not make; not adopted without the annotation");
+    match record {
+        Record::Declined => ctx.records.declined(&uid, &key).await?,
+        _ => ctx.records.forget(&uid).await?,
     }
-    warn!(team = %team.name_any(), id = t.id, "a team with this external_id exists; not adopted without the annotation");
-    if let Err(e) = release_live(ctx, team).await {
-        return Err(Outcome::WaitingForServer(format!(
-            "team {} exists on TerdutServer {server} and is not adopted, but the finalizer could \
-             not be released yet: {e}; retrying",
-            t.id
-        )));
+    if finalizer::has(team, FINALIZER)
+        && let Err(e) = release_live(ctx, team).await
+    {
+        return Ok(Applied {
+            outcome: Outcome::WaitingForServer(format!(
+                "team {} exists on TerdutServer {server} and is not adopted, but the finalizer \
+                 could not be released yet: {e}; retrying",
+                t.id
+            )),
+            team_id: None,
+        });
     }
-    Err(Outcome::Adopted { team_id: t.id })
+    Ok(Applied {
+        outcome: Outcome::Adopted { team_id: t.id },
+        team_id: None,
+    })
 }
 
 /// Removes the finalizer from the object as it is now (read live): the pass added it moments

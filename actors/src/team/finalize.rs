@@ -19,6 +19,17 @@
 //! - **Identity, not hints**: `status.teamID` (and the id the actor remembers) is deleted only
 //!   once the server confirms that team's `external_id` is this object's: a tenant can write
 //!   the status of their own TerdutTeam, and must not get another tenant's team deleted.
+//! - **`deletionPolicy: Orphan` leaves the team, not its alert sources' keys.** Deleting a team
+//!   on the server deletes its integrations; orphaning it does not. So an orphaned team waits
+//!   (`DeletionBlocked`, naming them) while alert sources of it that delete their integration
+//!   (`deletionPolicy: Delete`) still hold their finalizer: they need the team, its id and its
+//!   server to delete the integration, and would otherwise be released on the assumption that
+//!   the integration went with the team while its webhook key kept working.
+//! - **Made by this object** (ADR 0013): a team is looked up and deleted only when the
+//!   operator's records say it sent a create call for this object (or the object is older than
+//!   the records, ADR 0007's rule). A TerdutTeam that never had one created (a self-added
+//!   finalizer, a reused name whose team was declined) holds nothing on the server: its
+//!   finalizer is released without any call, and a team with its `external_id` is left alone.
 //! - With no confirmed id (lost status, a crash between the finalizer and the create, a forged
 //!   id) the team is found with the idempotent POST. The contract has no lookup by
 //!   `external_id`; if no team of ours exists the POST creates one, which the DELETE right
@@ -31,10 +42,11 @@
 
 use kube::ResourceExt;
 use kube::api::Api;
-use terdut_crds::v1alpha1::{DeletionPolicy, TerdutServer, TerdutTeam};
+use terdut_crds::v1alpha1::{DeletionPolicy, TerdutAlertSource, TerdutTeam};
 use tracing::info;
 
-use super::observe::{access, server_cached};
+use super::guard::Record;
+use super::observe::{Uncached, access, server_cached, uncached};
 use super::plan::external_id;
 use super::status::{DesiredStatus, Outcome, StatusInputs, desired_status};
 use super::{FINALIZER, TeamMemory};
@@ -72,6 +84,31 @@ pub async fn finalize(
     let server = team_server_key(team);
     // docs/design.md §5 "Deletion policy": no call to the server at all.
     if team.spec.deletion_policy == DeletionPolicy::Orphan {
+        let sources: Api<TerdutAlertSource> = Api::namespaced(ctx.kube.clone(), &key.namespace);
+        let listed = sources.list(&Default::default()).await.map_err(|e| {
+            ReconcileError::kube(
+                "list",
+                format!("TerdutAlertSources in {}", key.namespace),
+                e,
+            )
+        })?;
+        let waiting = deleting_their_integrations(&key.name, &listed.items);
+        if !waiting.is_empty() {
+            let why = orphan_waits(&server, &waiting);
+            events::warn_once(ctx, team, warned, "DeletionBlocked", "Delete", why.clone()).await;
+            return Ok(Finalized::Waiting {
+                desired: Some(desired_status(
+                    &Outcome::DeletionBlocked(why),
+                    &StatusInputs {
+                        server: &server,
+                        display_name: &team.spec.display_name,
+                        generation: team.metadata.generation,
+                        team_id: team.status.as_ref().and_then(|s| s.team_id),
+                    },
+                )),
+                next: Next::Wait,
+            });
+        }
         let recorded = team
             .status
             .as_ref()
@@ -79,6 +116,7 @@ pub async fn finalize(
             .map(|id| format!(" (recorded as team {id})"))
             .unwrap_or_default();
         finalizer::release(ctx, team, FINALIZER).await?;
+        forget(ctx, team).await;
         events::normal(
             ctx,
             team,
@@ -94,9 +132,8 @@ pub async fn finalize(
         return Ok(Finalized::Released);
     }
     if !server_cached(ctx, &server) {
-        let api: Api<TerdutServer> = Api::namespaced(ctx.kube.clone(), &server.namespace);
-        match api.get_opt(&server.name).await {
-            Ok(None) => {
+        match uncached(ctx, &server).await? {
+            Uncached::Absent => {
                 events::warning(
                     ctx,
                     team,
@@ -110,17 +147,43 @@ pub async fn finalize(
                 )
                 .await;
                 finalizer::release(ctx, team, FINALIZER).await?;
+                forget(ctx, team).await;
+                return Ok(Finalized::Released);
+            }
+            // Exists, but another instance's (or none's): nobody could delete the team from
+            // here, and waiting would keep the object (and its namespace) for good.
+            Uncached::NotMine(why) => {
+                if made_by_this_object(ctx, team).await? {
+                    let recorded = team
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.team_id)
+                        .map(|id| format!(" (recorded as team {id})"))
+                        .unwrap_or_default();
+                    events::warning(
+                        ctx,
+                        team,
+                        "TeamLeftOnServer",
+                        "Delete",
+                        format!(
+                            "TerdutServer {server} is not reconciled by this operator instance \
+                             ({why}), so its team{recorded} cannot be deleted from here, and an \
+                             instance that reconciles that server does not select this \
+                             TerdutTeam; released the finalizer so the deletion can finish. \
+                             Delete the team on the server by hand if it should go (next time, \
+                             label the TerdutTeam as its TerdutServer is labelled first)"
+                        ),
+                    )
+                    .await;
+                } else {
+                    info!(team = %key, %why, "server not reconciled here, and no team was ever created for this object");
+                }
+                finalizer::release(ctx, team, FINALIZER).await?;
+                forget(ctx, team).await;
                 return Ok(Finalized::Released);
             }
             // The cache lags behind a server created a moment ago.
-            Ok(Some(_)) => return Ok(wait()),
-            Err(e) => {
-                return Err(ReconcileError::kube(
-                    "get",
-                    format!("TerdutServer {server}"),
-                    e,
-                ));
-            }
+            Uncached::NotYetSeen => return Ok(wait()),
         }
     }
 
@@ -143,7 +206,18 @@ pub async fn finalize(
     }
     let known = team.status.as_ref().and_then(|s| s.team_id).or(remembered);
     let accepted = consent == Consent::Allowed;
-    let id = match ours(&client, team, known, &external_id(&key), accepted).await {
+    let made = made_by_this_object(ctx, team).await?;
+    let looked_up = if made {
+        ours(&client, team, known, &external_id(&key), accepted).await
+    } else if accepted {
+        info!(team = %key, "no create call was ever recorded for this object; nothing of it on the server");
+        finalizer::release(ctx, team, FINALIZER).await?;
+        forget(ctx, team).await;
+        return Ok(Finalized::Released);
+    } else {
+        Ok(Ours::NotLookedUp)
+    };
+    let id = match looked_up {
         Ok(Ours::Id(id)) => Some(id),
         Ok(Ours::NoneExists) => None,
         Ok(Ours::NotLookedUp) => {
@@ -164,6 +238,7 @@ pub async fn finalize(
             )
             .await;
             finalizer::release(ctx, team, FINALIZER).await?;
+            forget(ctx, team).await;
             return Ok(Finalized::Released);
         }
         Err(e) => {
@@ -211,7 +286,56 @@ pub async fn finalize(
         }
     }
     finalizer::release(ctx, team, FINALIZER).await?;
+    forget(ctx, team).await;
     Ok(Finalized::Released)
+}
+
+/// ADR 0013: whether a recorded create call was made for this object (or, for an object older
+/// than the records, whether ADR 0007 would have looked its team up: it has the finalizer).
+async fn made_by_this_object(ctx: &Ctx, team: &TerdutTeam) -> Result<bool, ReconcileError> {
+    let record = ctx.records.get(&team.uid().unwrap_or_default()).await?;
+    let created = team.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    Ok(record == Record::Made
+        || (record == Record::None && ctx.records.older_than_records(created).await?))
+}
+
+/// PURE: the alert sources (of `sources`, one namespace's) of the team `team` that still hold
+/// their finalizer and will delete their integration: their names, sorted.
+pub fn deleting_their_integrations(team: &str, sources: &[TerdutAlertSource]) -> Vec<String> {
+    let mut names: Vec<String> = sources
+        .iter()
+        .filter(|s| s.spec.team_ref.name == team)
+        .filter(|s| s.spec.deletion_policy == DeletionPolicy::Delete)
+        .filter(|s| finalizer::has(*s, crate::source::names::FINALIZER))
+        .map(|s| s.name_any())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The message of an orphaned team waiting for `sources`.
+fn orphan_waits(server: &ObjectKey, sources: &[String]) -> String {
+    format!(
+        "spec.deletionPolicy is Orphan, so the team stays on TerdutServer {server}, but deleting \
+         it there is what would delete the integrations of its alert sources: TerdutAlertSource \
+         {} still {} a live integration with a working webhook key on it. The finalizer stays \
+         until {} deleted (each deletes its integration first) or set to deletionPolicy: Orphan",
+        sources.join(", "),
+        if sources.len() == 1 { "has" } else { "have" },
+        if sources.len() == 1 {
+            "it is"
+        } else {
+            "they are"
+        },
+    )
+}
+
+/// The object is gone: its record with it. A failure only leaves a record of a uid that never
+/// comes back (logged).
+async fn forget(ctx: &Ctx, team: &TerdutTeam) {
+    if let Err(e) = ctx.records.forget(&team.uid().unwrap_or_default()).await {
+        tracing::warn!(team = %ObjectKey::of(team), error = %e, "could not forget the team's record");
+    }
 }
 
 /// Whether the object still exists (same uid) with our finalizer, read live. The copy a pass
@@ -285,4 +409,44 @@ fn why(outcome: &Outcome, team: &TerdutTeam, server: &ObjectKey) -> String {
         },
     );
     status.ready.map(|c| c.message).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(name: &str, team: &str, policy: &str, finalizers: &[&str]) -> TerdutAlertSource {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "terdut.ryuvia.com/v1alpha1", "kind": "TerdutAlertSource",
+            "metadata": {"name": name, "namespace": "ns", "finalizers": finalizers},
+            "spec": {"teamRef": {"name": team}, "kind": "generic", "name": name,
+                     "deletionPolicy": policy},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_orphaned_team_waits_for_the_sources_that_delete_their_integration() {
+        let f = crate::source::names::FINALIZER;
+        let sources = [
+            source("b", "payments", "Delete", &[f]),
+            source("a", "payments", "Delete", &[f, "other.io/x"]),
+            // Leaves its integration on purpose.
+            source("kept", "payments", "Orphan", &[f]),
+            // Already released (or never had one): nothing of it left to delete.
+            source("done", "payments", "Delete", &[]),
+            // Another team's.
+            source("other", "billing", "Delete", &[f]),
+        ];
+        assert_eq!(
+            deleting_their_integrations("payments", &sources),
+            ["a", "b"]
+        );
+        assert!(deleting_their_integrations("nobody", &sources).is_empty());
+        let m = orphan_waits(&ObjectKey::new("oncall", "terdut"), &["a".into()]);
+        assert!(
+            m.contains("TerdutAlertSource a still has") && m.contains("oncall/terdut"),
+            "{m}"
+        );
+    }
 }

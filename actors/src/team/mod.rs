@@ -5,13 +5,17 @@
 //!   a client), and the team as the server has it (three GETs);
 //! - [`plan`]: PURE (spec, observed) -> ordered calls;
 //! - [`apply`]: runs the calls, create-or-find first when no team is known, adoption;
+//! - [`guard`]: PURE whether this object made the team it reached (ADR 0013), from
+//!   [`records`]: the operator's record of what it sent a create call for;
 //! - [`status`]: PURE outcome -> Ready, teamID, observedGeneration; patch or `None`;
 //! - [`finalize`]: the team-cleanup finalizer: delete on the server, then release.
 
 pub mod apply;
 pub mod finalize;
+pub mod guard;
 pub mod observe;
 pub mod plan;
+pub mod records;
 pub mod status;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -28,7 +32,7 @@ use terdut_crds::v1alpha1::Management;
 pub const FINALIZER: &str = "terdut.ryuvia.com/team-cleanup";
 
 /// Taking over a team that exists on the server with this object's `external_id` but that
-/// this object never made needs this annotation naming its id (ADR 0007).
+/// this object never made needs this annotation naming its id (ADR 0007, ADR 0013).
 pub const ADOPT_ANNOTATION: &str = "terdut.ryuvia.com/adopt";
 
 /// How a pass ended and the team's id as it now knows it.
@@ -48,8 +52,9 @@ pub struct TeamMemory {
     /// The deletion Warning already published in the current streak.
     pub warned: Option<String>,
     /// The team found by this object's `external_id` that a pass declined (`Adopted`),
-    /// releasing the finalizer it had just added: until a pass takes over or creates a team,
-    /// a cached copy showing that finalizer does not mean this object made one.
+    /// releasing the finalizer it had just added: the next passes look at it by GET (no
+    /// write), and until a pass takes over or creates a team, a cached copy showing that
+    /// finalizer does not mean this object made one.
     pub declined: Option<Id>,
 }
 
@@ -78,7 +83,7 @@ impl Pipeline for Team {
 
     fn plan(_team: &TerdutTeam, observed: &observe::Observed) -> Vec<plan::Call> {
         match observed {
-            observe::Observed::Stopped { .. } => vec![],
+            observe::Observed::Stopped { .. } | observe::Observed::Declined(_) => vec![],
             observe::Observed::Reachable(r) => plan::plan(&r.desired, r.known.as_ref()),
         }
     }
@@ -114,7 +119,7 @@ impl Pipeline for Team {
         calls: &Vec<plan::Call>,
     ) -> Option<Vec<String>> {
         match observed {
-            observe::Observed::Stopped { .. } => None,
+            observe::Observed::Stopped { .. } | observe::Observed::Declined(_) => None,
             observe::Observed::Reachable(r) => Some(plan::describe_all(calls, r.known.is_none())),
         }
     }
@@ -130,6 +135,10 @@ impl Pipeline for Team {
             observe::Observed::Stopped { outcome, team_id } => Applied {
                 outcome: outcome.clone(),
                 team_id: *team_id,
+            },
+            observe::Observed::Declined(d) => Applied {
+                outcome: status::Outcome::Adopted { team_id: d.team.id },
+                team_id: None,
             },
             observe::Observed::Reachable(r) => Applied {
                 outcome: match changes {

@@ -45,6 +45,11 @@ pub enum Outcome {
     Adopted { team_id: i64 },
     /// `spec.management: ObserveOnly`: this many changes are planned, none made.
     ObserveOnly { changes: usize },
+    /// The TerdutServer exists but this operator instance does not reconcile it; why (which
+    /// selector or namespace scope leaves it out).
+    ServerNotReconciled(String),
+    /// Being deleted and waiting; what for.
+    DeletionBlocked(String),
 }
 
 impl Outcome {
@@ -59,6 +64,8 @@ impl Outcome {
             Self::InvalidSpec(_) => reasons::INVALID_SPEC,
             Self::Adopted { .. } => reasons::ADOPTED,
             Self::ObserveOnly { .. } => reasons::OBSERVE_ONLY,
+            Self::ServerNotReconciled(_) => reasons::SERVER_NOT_RECONCILED,
+            Self::DeletionBlocked(_) => reasons::DELETION_BLOCKED,
         }
     }
 
@@ -128,6 +135,13 @@ pub fn desired_status(outcome: &Outcome, i: &StatusInputs<'_>) -> DesiredStatus 
         Outcome::ObserveOnly { changes } => {
             crate::write::shared::observe_only_message(*changes, "team")
         }
+        Outcome::ServerNotReconciled(why) => format!(
+            "TerdutServer {server} is not reconciled by this operator instance: {why}. Nothing \
+             is called on it from here; an instance that reconciles that server reconciles this \
+             TerdutTeam only if it selects it too (label the TerdutTeam as its TerdutServer is \
+             labelled, or fix spec.serverRef)"
+        ),
+        Outcome::DeletionBlocked(why) => why.clone(),
     };
     DesiredStatus {
         ready: Some(
@@ -216,7 +230,10 @@ pub fn verdict(
         // the resync.
         | Outcome::Adopted { .. }
         // A user's choice, looked at again at the resync or on a change.
-        | Outcome::ObserveOnly { .. } => Next::Resync,
+        | Outcome::ObserveOnly { .. }
+        // A relabel of the server or of this object is a watch event.
+        | Outcome::ServerNotReconciled(_) => Next::Resync,
+        Outcome::DeletionBlocked(_) => Next::Wait,
         Outcome::TeamNameTaken | Outcome::UnknownUser { .. } => Next::Blocked,
         Outcome::WaitingForServer(_) => Next::Wait,
     };

@@ -113,12 +113,20 @@ pub fn test_config() -> OperatorConfig {
         // Small, so every test also runs with starts queueing for a place (ADR 0011): a
         // start the queue lost would hang a test.
         wake_budget: 3,
+        // Where the operator keeps its records and its instance claim (made by
+        // `start_operator` if missing).
+        operator_namespace: OPERATOR_NAMESPACE.into(),
+        instance_name: "test".into(),
         ..OperatorConfig::default()
     }
 }
 
+/// The operator's own namespace in the tests (its team records and instance claims).
+pub const OPERATOR_NAMESPACE: &str = "terdut-system";
+
 /// Starts an operator with `config` as the identity of `kubeconfig`, in the calling runtime,
-/// and waits until its informers listed.
+/// and waits until its informers listed. Its own namespace (`config.operator_namespace`) is
+/// made first if missing, as the chart's release namespace exists before the operator.
 pub async fn start_operator(
     kubeconfig: &std::path::Path,
     config: OperatorConfig,
@@ -132,6 +140,7 @@ pub async fn start_operator(
         .await
         .unwrap();
     let clients = terdut_actors::kube_clients::KubeClients::from_config(kube_config).unwrap();
+    ensure_namespace(&clients.reconcile, &config.operator_namespace).await;
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = Metrics::register(&mut registry);
     let opts = StartOptions {
@@ -146,6 +155,20 @@ pub async fn start_operator(
     let mut running = operator::start(clients, metrics, opts).await.unwrap();
     running.wait_synced().await;
     (running, Arc::new(registry))
+}
+
+/// Makes the namespace `name` unless it exists.
+pub async fn ensure_namespace(client: &kube::Client, name: &str) {
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::{Api, PostParams};
+    let api: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).unwrap();
+    match api.create(&PostParams::default(), &ns).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => panic!("namespace {name}: {e}"),
+    }
 }
 
 /// Control plane, a fresh client and a namespace for one test.

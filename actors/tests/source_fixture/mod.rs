@@ -47,7 +47,10 @@ pub async fn create_team(client: &kube::Client, ns: &str, name: &str, server: &s
 }
 
 /// Makes the team Ready the way the TerdutTeam actor would: the team on the server (found by
-/// its `external_id` if the actor made it already) and `Ready=True` with its `teamID`.
+/// its `external_id` if the actor made it already) and `Ready=True` with its `teamID`. A team
+/// the test made is not one the TerdutTeam made, so the object is annotated to adopt it (ADR
+/// 0013), as a user hands an existing team to a TerdutTeam: the team actor then takes it over
+/// (or already owns it, when its own create came first) and keeps it Ready.
 pub async fn make_team_ready(
     client: &kube::Client,
     ns: &str,
@@ -60,6 +63,15 @@ pub async fn make_team_ready(
         .unwrap();
     let id = created.team().id;
     let teams: Api<TerdutTeam> = Api::namespaced(client.clone(), ns);
+    teams
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                "terdut.ryuvia.com/adopt": id.to_string()}}})),
+        )
+        .await
+        .unwrap();
     let status = json!({"status": {
         "conditions": [{
             "type": "Ready", "status": "True", "reason": "Ready",

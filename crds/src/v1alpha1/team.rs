@@ -252,6 +252,12 @@ pub mod reasons {
     pub const UNKNOWN_USER: &str = "UnknownUser";
     pub const INVALID_SPEC: &str = "InvalidSpec";
     pub const ADOPTED: &str = "Adopted";
+    /// `spec.serverRef` names a TerdutServer that exists but that this operator instance does
+    /// not reconcile (outside its `--selector` or namespaces): exists, but not this instance's.
+    pub const SERVER_NOT_RECONCILED: &str = "ServerNotReconciled";
+    /// Being deleted, and waiting for something before the finalizer can go (the message says
+    /// what: e.g. alert sources whose integrations would otherwise stay live).
+    pub const DELETION_BLOCKED: &str = "DeletionBlocked";
     /// `spec.management: ObserveOnly` and changes are planned (`status.plan`), none made.
     pub const OBSERVE_ONLY: &str = "ObserveOnly";
     /// The operator stopped reconciling the object after repeated crashes (docs/design.md §7).
@@ -268,7 +274,9 @@ pub mod reasons {
         (OBSERVE_ONLY, Settled),
         (SERVER_REF_NOT_FOUND, Reconciling),
         (WAITING_FOR_SERVER, Reconciling),
+        (DELETION_BLOCKED, Reconciling),
         (REF_NOT_PERMITTED, Stalled),
+        (SERVER_NOT_RECONCILED, Stalled),
         (TEAM_NAME_TAKEN, Stalled),
         (UNKNOWN_USER, Stalled),
         (INVALID_SPEC, Stalled),

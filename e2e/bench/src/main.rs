@@ -254,6 +254,8 @@ async fn start_operator(
             server_url_template: "http://127.0.0.1:{port}".into(),
             cluster_domain: "cluster.local".into(),
             watch_namespaces: vec![ns.to_owned()],
+            // Its records and instance claim (team::records, routing::claims) live there too.
+            operator_namespace: ns.to_owned(),
             ..OperatorConfig::default()
         },
         restart_policy: RestartPolicy::default(),
