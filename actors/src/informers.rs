@@ -1,9 +1,11 @@
 //! The informer side (kube-runtime watchers + reflectors): every watched kind keeps a cache
-//! (managedFields stripped) and reports what it sees to [`Routes`], which hands it to the
-//! routing index (`routing/index.rs` decides who reconciles, docs/design.md §5):
+//! of what the operator reads, within a bound no tenant can raise (`cached.rs`), and reports
+//! what it sees to [`Routes`], which hands it to the routing index (`routing/index.rs`
+//! decides who reconciles, docs/design.md §5):
 //! - TerdutServer, TerdutTeam, TerdutAlertSource: applied, deleted, listed;
 //! - Deployment / Service / PDB / operator-key Secret: their server, by the
-//!   `terdut.ryuvia.com/server` label;
+//!   `terdut.ryuvia.com/server` label; only those of the operator's shape are cached (a label
+//!   is anyone's to set), Secrets as metadata only;
 //! - a webhook Secret: its alert source, by its owner reference;
 //! - Namespace labels (consent, §4.6).
 
@@ -13,11 +15,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use futures::StreamExt as _;
+use futures::{Stream, StreamExt as _};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use kube::core::NamespaceResourceScope;
 use kube::core::PartialObjectMeta;
@@ -31,6 +32,9 @@ use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
 use crate::cache_writer::CacheWriter;
+use crate::cached::{
+    Bounded, bound_namespace_meta, operator_shaped, secret_object_name, server_object_name,
+};
 use crate::context::Stores;
 use crate::key::ObjectKey;
 use crate::routing::Listed;
@@ -104,23 +108,6 @@ impl Debug for Informers {
     }
 }
 
-/// `kubectl apply`'s copy of the object as it was applied: the operator never reads it, and
-/// it is often the largest field of a cached object (a Secret's copy even holds its data).
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// What no cached object keeps: `managedFields` and `kubectl apply`'s copy of the object,
-/// which the operator never reads (docs/performance.md run 16).
-/// `None`, not `clear()`: a cleared Vec or map keeps its buffer in every cached object.
-fn slim(meta: &mut ObjectMeta) {
-    meta.managed_fields = None;
-    if let Some(annotations) = &mut meta.annotations {
-        annotations.remove(LAST_APPLIED);
-        if annotations.is_empty() {
-            meta.annotations = None;
-        }
-    }
-}
-
 fn config() -> watcher::Config {
     // Smaller pages keep a relist's memory peak down (engineering-notes).
     watcher::Config::default().page_size(100)
@@ -157,19 +144,23 @@ pub fn build(
         Some(selector) => config().labels(selector),
         None => config(),
     };
-    // The table of watches: each kind, what it selects, and what its events mean.
+    // The table of watches: each kind, what it selects, what of it the cache keeps, and
+    // what its events mean.
     let servers = watch.kind(
         mine(),
+        every,
         &mut tasks,
         object(&routes, Listed::Server, |r, k, o| r.server(k, o)),
     );
     let teams = watch.kind(
         mine(),
+        every,
         &mut tasks,
         object(&routes, Listed::Team, |r, k, o| r.team(k, o)),
     );
     let sources = watch.kind(
         mine(),
+        every,
         &mut tasks,
         object(&routes, Listed::Source, |r, k, o| r.source(k, o)),
     );
@@ -183,21 +174,27 @@ pub fn build(
     }
     let deployments = watch.kind::<Deployment, _>(
         config().labels(&owned),
+        server_shaped,
         &mut tasks,
         owned_by_server(&routes),
     );
     let services = watch.kind::<Service, _>(
         config().labels(&owned),
+        server_shaped,
         &mut tasks,
         owned_by_server(&routes),
     );
     let pdbs = watch.kind::<PodDisruptionBudget, _>(
         config().labels(&owned),
+        server_shaped,
         &mut tasks,
         owned_by_server(&routes),
     );
-    let secrets = watch.kind(
+    // Metadata only (`Api<PartialObjectMeta<_>>` asks for metadata): the data of a labelled
+    // Secret never reaches the operator through its watch (a key is read live where it is needed, `server/observe.rs`, `source/observe.rs`).
+    let secrets = watch.kind::<PartialObjectMeta<Secret>, _>(
         config().labels(MANAGED_SECRET_SELECTOR),
+        secret_shaped,
         &mut tasks,
         managed_secret(&routes),
     );
@@ -214,7 +211,7 @@ pub fn build(
             config(),
         )
         .backoff(watch_backoff())
-        .modify(|o| slim(o.meta_mut()))
+        .modify(|o| bound_namespace_meta(o.meta_mut()))
         .reflect(writer);
         tasks.push(Box::pin(async move {
             let mut stream = std::pin::pin!(stream);
@@ -283,6 +280,7 @@ fn scope_watch(
         config().labels(selector),
     )
     .backoff(watch_backoff())
+    .modify(|o| bound_namespace_meta(o.meta_mut()))
     .reflect(writer);
     Box::pin(async move {
         let mut stream = std::pin::pin!(stream);
@@ -347,8 +345,10 @@ where
 
 /// The route of a Secret the operator manages: a server's key (its server), or an alert
 /// source's webhook Secret (its source, docs/design.md §5: a lost Secret fails closed).
-fn managed_secret(routes: &Arc<dyn Routes>) -> impl Fn(Change<Secret>) + Send + Sync + 'static {
-    let server = owned_by_server::<Secret>(routes);
+fn managed_secret(
+    routes: &Arc<dyn Routes>,
+) -> impl Fn(Change<PartialObjectMeta<Secret>>) + Send + Sync + 'static {
+    let server = owned_by_server::<PartialObjectMeta<Secret>>(routes);
     let r = routes.clone();
     move |ev| {
         let (o, deleted) = match &ev {
@@ -391,16 +391,34 @@ struct Watch<'a> {
     synced: &'a Arc<watch::Sender<usize>>,
 }
 
+/// Every object of a watch is cached (the operator's own kinds, selected by the API server).
+fn every<K>(_: &K) -> bool {
+    true
+}
+
+/// A Deployment, Service or PDB named after the TerdutServer that controls it.
+fn server_shaped<K: Resource>(o: &K) -> bool {
+    operator_shaped(o.meta(), server_object_name)
+}
+
+/// A server's key Secret or an alert source's webhook Secret, controlled by it.
+fn secret_shaped<K: Resource>(o: &K) -> bool {
+    operator_shaped(o.meta(), secret_object_name)
+}
+
 impl Watch<'_> {
-    /// Watches kind `K` in every scope, each watch with its own reflector store.
+    /// Watches kind `K` in every scope, each watch with its own reflector store, keeping the
+    /// objects `keep` accepts. A `PartialObjectMeta<_>` kind is watched as metadata only.
     fn kind<K, F>(
         &self,
         cfg: watcher::Config,
+        keep: fn(&K) -> bool,
         tasks: &mut Vec<Task>,
         on_change: F,
     ) -> NamespacedStores<K>
     where
         K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+            + Bounded
             + Clone
             + Debug
             + DeserializeOwned
@@ -410,19 +428,27 @@ impl Watch<'_> {
         F: Fn(Change<K>) + Send + Sync + 'static,
     {
         let on_change = Arc::new(on_change);
+        let stream = |api: Api<K>| watcher::watcher(api, cfg.clone());
         if self.scopes.is_empty() {
-            let api = Api::all(self.client.clone());
-            return NamespacedStores::all(informer(api, None, cfg, tasks, self.synced, on_change));
+            let watched = stream(Api::all(self.client.clone()));
+            return NamespacedStores::all(informer(
+                watched,
+                None,
+                keep,
+                tasks,
+                self.synced,
+                on_change,
+            ));
         }
         NamespacedStores::namespaced(
             self.scopes
                 .iter()
                 .map(|ns| {
-                    let api = Api::namespaced(self.client.clone(), ns);
+                    let watched = stream(Api::namespaced(self.client.clone(), ns));
                     let store = informer(
-                        api,
+                        watched,
                         Some(ns.clone()),
-                        cfg.clone(),
+                        keep,
                         tasks,
                         self.synced,
                         on_change.clone(),
@@ -436,23 +462,26 @@ impl Watch<'_> {
 
 /// One watch and its reflector store. Its first complete list counts once towards `synced`
 /// (relists do not, or a flapping watch could stand in for one that never listed).
-fn informer<K>(
-    api: Api<K>,
+///
+/// Every object is cut to what the cache keeps (`cached.rs`) before it is stored; one that
+/// `keep` refuses is not stored at all: seen as applied it is removed (it may have been the
+/// operator's until this change) and routed as deleted, seen in a list it is left out.
+fn informer<K, S>(
+    stream: S,
     scope: Option<String>,
-    cfg: watcher::Config,
+    keep: fn(&K) -> bool,
     tasks: &mut Vec<Task>,
     synced: &Arc<watch::Sender<usize>>,
     on_change: Arc<dyn Fn(Change<K>) + Send + Sync>,
 ) -> Store<K>
 where
-    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K: Resource<DynamicType = ()> + Bounded + Clone + Debug + Send + Sync + 'static,
+    S: Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
 {
     // Not `.reflect(writer)`: that holds the cache twice during every relist (cache_writer.rs).
     let (mut writer, reader) = CacheWriter::<K>::new();
     let listed = reader.clone();
-    let stream = watcher::watcher(api, cfg)
-        .backoff(watch_backoff())
-        .modify(|o| slim(o.meta_mut()));
+    let stream = stream.backoff(watch_backoff()).modify(Bounded::bound);
     let kind = K::kind(&()).into_owned();
     let synced = synced.clone();
     tasks.push(Box::pin(async move {
@@ -460,6 +489,11 @@ where
         let mut first_list = true;
         let mut failing = Streak::default();
         while let Some(ev) = stream.next().await {
+            let ev = match ev {
+                Ok(Event::InitApply(o)) if !keep(&o) => continue,
+                Ok(Event::Apply(o)) if !keep(&o) => Ok(Event::Delete(o)),
+                other => other,
+            };
             let ev = ev.map(|e| writer.apply(e));
             if ev.is_ok() {
                 failing.recovered(&kind, scope.as_deref());
@@ -516,45 +550,5 @@ impl Streak {
             );
             self.0 = 0;
         }
-    }
-}
-
-#[cfg(test)]
-mod slim_tests {
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
-
-    use super::*;
-
-    #[test]
-    fn a_cached_object_keeps_its_own_annotations_but_not_kubectls_copy() {
-        let mut meta = ObjectMeta {
-            managed_fields: Some(vec![ManagedFieldsEntry::default()]),
-            annotations: Some(BTreeMap::from([
-                (
-                    LAST_APPLIED.to_owned(),
-                    "{\"kind\":\"TerdutTeam\"}".to_owned(),
-                ),
-                ("terdut.ryuvia.com/adopt".to_owned(), "7".to_owned()),
-            ])),
-            ..ObjectMeta::default()
-        };
-        slim(&mut meta);
-        assert_eq!(meta.managed_fields, None);
-        assert_eq!(
-            meta.annotations,
-            Some(BTreeMap::from([(
-                "terdut.ryuvia.com/adopt".to_owned(),
-                "7".to_owned()
-            )]))
-        );
-        let mut only_kubectls = ObjectMeta {
-            annotations: Some(BTreeMap::from([(LAST_APPLIED.to_owned(), "{}".to_owned())])),
-            ..ObjectMeta::default()
-        };
-        slim(&mut only_kubectls);
-        assert_eq!(
-            only_kubectls.annotations, None,
-            "an empty map keeps no buffer"
-        );
     }
 }
