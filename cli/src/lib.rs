@@ -6,6 +6,7 @@ pub mod actions;
 pub mod age;
 pub mod args;
 pub mod collect;
+pub mod escape;
 pub mod kinds;
 pub mod runbook;
 pub mod status;
@@ -82,7 +83,10 @@ pub async fn run(
         Command::Resume { target: t } => actions::resume(client, &ns, &target(t)?).await,
         Command::Reconcile { target: t } => actions::reconcile(client, &ns, &target(t)?, now).await,
     }
-    .map(|mut s| {
+    .map(|s| {
+        // Each renderer escapes the fields it prints; this catches any text that reached
+        // the output another way (`escape.rs`).
+        let mut s = escape::output(&s).into_owned();
         if !s.ends_with('\n') {
             s.push('\n');
         }
