@@ -15,7 +15,7 @@ use zeroize::Zeroizing;
 
 use super::budget::{AnswerBudget, Reservation, ServerShare};
 use super::endpoint::Endpoint;
-use super::error::ApiError;
+use super::error::{ApiError, TransientCause};
 use super::metrics::ApiMetrics;
 use super::secret::OperatorKey;
 use super::wire::{
@@ -493,10 +493,22 @@ impl TerdutClient {
                 .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
                 .body(body);
         }
+        // reqwest's own timeout covers the body only while it is being polled, and a read
+        // waiting for the answer budget polls nothing: the whole read is bounded here too,
+        // or answers that each hold part of a spent share would wait on each other forever.
+        let deadline = tokio::time::Instant::now() + self.request_timeout;
         let response = request.send().await.map_err(ApiError::from_transport)?;
         let status = response.status().as_u16();
         let mut held = self.answers.reserve();
-        let body = read_capped(response, MAX_RESPONSE_BYTES, &mut held).await?;
+        let read = read_capped(response, MAX_RESPONSE_BYTES, &mut held);
+        let body = tokio::time::timeout_at(deadline, read)
+            .await
+            .map_err(|_| ApiError::Transient {
+                cause: TransientCause::Timeout,
+                detail: "the answer was not read within the request timeout (a slow body, or \
+                         this server's share of the answer budget stayed spent)"
+                    .to_owned(),
+            })??;
         Ok(Raw {
             status,
             body,
