@@ -161,8 +161,10 @@ pub struct Stores {
     pub deployments: NamespacedStores<Deployment>,
     pub services: NamespacedStores<Service>,
     pub pdbs: NamespacedStores<PodDisruptionBudget>,
-    /// Only Secrets the operator labels (`terdut.ryuvia.com/managed=true`).
-    pub secrets: NamespacedStores<Secret>,
+    /// The metadata of the Secrets the operator makes (labelled
+    /// `terdut.ryuvia.com/managed=true`, and of its shape: `cached.rs`). No data: a Secret's
+    /// values are read live where they are needed.
+    pub secrets: NamespacedStores<PartialObjectMeta<Secret>>,
     /// Namespace metadata only: labels for `allowedTeams: {from: Selector}` (docs/design.md §4.6).
     /// Always cluster-wide: Namespaces are cluster-scoped, so even the namespaced chart grants
     /// get/list/watch on them (labels only, no secrets).

@@ -1,9 +1,11 @@
 //! The informer side (kube-runtime watchers + reflectors): every watched kind keeps a cache
-//! (managedFields stripped) and reports what it sees to [`Routes`], which hands it to the
-//! routing index (`routing/index.rs` decides who reconciles, docs/design.md §5):
+//! of what the operator reads, within a bound no tenant can raise (`cached.rs`), and reports
+//! what it sees to [`Routes`], which hands it to the routing index (`routing/index.rs`
+//! decides who reconciles, docs/design.md §5):
 //! - TerdutServer, TerdutTeam, TerdutAlertSource: applied, deleted, listed;
 //! - Deployment / Service / PDB / operator-key Secret: their server, by the
-//!   `terdut.ryuvia.com/server` label;
+//!   `terdut.ryuvia.com/server` label; only those of the operator's shape are cached (a label
+//!   is anyone's to set), Secrets as metadata only;
 //! - a webhook Secret: its alert source, by its owner reference;
 //! - Namespace labels (consent, §4.6).
 //!
@@ -19,7 +21,6 @@ use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use kube::core::NamespaceResourceScope;
 use kube::core::PartialObjectMeta;
@@ -33,6 +34,9 @@ use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
 use crate::cache_writer::CacheWriter;
+use crate::cached::{
+    Bounded, bound_namespace_meta, operator_shaped, secret_object_name, server_object_name,
+};
 use crate::context::Stores;
 use crate::key::ObjectKey;
 use crate::routing::Listed;
@@ -108,23 +112,6 @@ impl Debug for Informers {
     }
 }
 
-/// `kubectl apply`'s copy of the object as it was applied: the operator never reads it, and
-/// it is often the largest field of a cached object (a Secret's copy even holds its data).
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// What no cached object keeps: `managedFields` and `kubectl apply`'s copy of the object,
-/// which the operator never reads (docs/performance.md run 16).
-/// `None`, not `clear()`: a cleared Vec or map keeps its buffer in every cached object.
-fn slim(meta: &mut ObjectMeta) {
-    meta.managed_fields = None;
-    if let Some(annotations) = &mut meta.annotations {
-        annotations.remove(LAST_APPLIED);
-        if annotations.is_empty() {
-            meta.annotations = None;
-        }
-    }
-}
-
 fn config() -> watcher::Config {
     // Smaller pages keep a relist's memory peak down (engineering-notes).
     watcher::Config::default().page_size(100)
@@ -161,19 +148,23 @@ pub fn build(
         Some(selector) => config().labels(selector),
         None => config(),
     };
-    // The table of watches: each kind, what it selects, and what its events mean.
+    // The table of watches: each kind, what it selects, what of it the cache keeps, and
+    // what its events mean.
     let servers = watch.kind(
         mine(),
+        every,
         &mut tasks,
         object(&routes, Listed::Server, |r, k, o| r.server(k, o)),
     );
     let teams = watch.kind(
         mine(),
+        every,
         &mut tasks,
         object(&routes, Listed::Team, |r, k, o| r.team(k, o)),
     );
     let sources = watch.kind(
         mine(),
+        every,
         &mut tasks,
         object(&routes, Listed::Source, |r, k, o| r.source(k, o)),
     );
@@ -187,21 +178,27 @@ pub fn build(
     }
     let deployments = watch.kind::<Deployment, _>(
         config().labels(&owned),
+        server_shaped,
         &mut tasks,
         owned_by_server(&routes),
     );
     let services = watch.kind::<Service, _>(
         config().labels(&owned),
+        server_shaped,
         &mut tasks,
         owned_by_server(&routes),
     );
     let pdbs = watch.kind::<PodDisruptionBudget, _>(
         config().labels(&owned),
+        server_shaped,
         &mut tasks,
         owned_by_server(&routes),
     );
-    let secrets = watch.kind(
+    // Metadata only (`Api<PartialObjectMeta<_>>` asks for metadata): the data of a labelled
+    // Secret never reaches the operator through its watch (a key is read live where it is needed, `server/observe.rs`, `source/observe.rs`).
+    let secrets = watch.kind::<PartialObjectMeta<Secret>, _>(
         config().labels(MANAGED_SECRET_SELECTOR),
+        secret_shaped,
         &mut tasks,
         managed_secret(&routes),
     );
@@ -283,7 +280,7 @@ impl Part for NamespaceWatch {
                 config(),
             )
             .backoff(watch_backoff())
-            .modify(|o| slim(o.meta_mut()));
+            .modify(|o| bound_namespace_meta(o.meta_mut()));
             let mut stream = std::pin::pin!(stream);
             let mut failing = Streak::default();
             let r = &self.routes;
@@ -343,7 +340,8 @@ impl Part for ScopeWatch {
                 Api::<PartialObjectMeta<Namespace>>::all(self.client.clone()),
                 config().labels(&self.selector),
             )
-            .backoff(watch_backoff());
+            .backoff(watch_backoff())
+            .modify(|o| bound_namespace_meta(o.meta_mut()));
             let mut stream = std::pin::pin!(stream);
             let mut failing = Streak::default();
             let routes = &self.routes;
@@ -409,8 +407,10 @@ where
 
 /// The route of a Secret the operator manages: a server's key (its server), or an alert
 /// source's webhook Secret (its source, docs/design.md §5: a lost Secret fails closed).
-fn managed_secret(routes: &Arc<dyn Routes>) -> impl Fn(Change<Secret>) + Send + Sync + 'static {
-    let server = owned_by_server::<Secret>(routes);
+fn managed_secret(
+    routes: &Arc<dyn Routes>,
+) -> impl Fn(Change<PartialObjectMeta<Secret>>) + Send + Sync + 'static {
+    let server = owned_by_server::<PartialObjectMeta<Secret>>(routes);
     let r = routes.clone();
     move |ev| {
         let (o, deleted) = match &ev {
@@ -453,16 +453,34 @@ struct Watch<'a> {
     synced: &'a Arc<watch::Sender<usize>>,
 }
 
+/// Every object of a watch is cached (the operator's own kinds, selected by the API server).
+fn every<K>(_: &K) -> bool {
+    true
+}
+
+/// A Deployment, Service or PDB named after the TerdutServer that controls it.
+fn server_shaped<K: Resource>(o: &K) -> bool {
+    operator_shaped(o.meta(), server_object_name)
+}
+
+/// A server's key Secret or an alert source's webhook Secret, controlled by it.
+fn secret_shaped<K: Resource>(o: &K) -> bool {
+    operator_shaped(o.meta(), secret_object_name)
+}
+
 impl Watch<'_> {
-    /// Watches kind `K` in every scope, each watch with its own reflector store.
+    /// Watches kind `K` in every scope, each watch with its own reflector store, keeping the
+    /// objects `keep` accepts. A `PartialObjectMeta<_>` kind is watched as metadata only.
     fn kind<K, F>(
         &self,
         cfg: watcher::Config,
+        keep: fn(&K) -> bool,
         tasks: &mut Vec<Task>,
         on_change: F,
     ) -> NamespacedStores<K>
     where
         K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+            + Bounded
             + Clone
             + Debug
             + DeserializeOwned
@@ -473,18 +491,25 @@ impl Watch<'_> {
     {
         let on_change = Arc::new(on_change);
         if self.scopes.is_empty() {
-            let api = Api::all(self.client.clone());
-            return NamespacedStores::all(informer(api, None, cfg, tasks, self.synced, on_change));
+            return NamespacedStores::all(informer(
+                Api::all(self.client.clone()),
+                cfg,
+                None,
+                keep,
+                tasks,
+                self.synced,
+                on_change,
+            ));
         }
         NamespacedStores::namespaced(
             self.scopes
                 .iter()
                 .map(|ns| {
-                    let api = Api::namespaced(self.client.clone(), ns);
                     let store = informer(
-                        api,
-                        Some(ns.clone()),
+                        Api::namespaced(self.client.clone(), ns),
                         cfg.clone(),
+                        Some(ns.clone()),
+                        keep,
                         tasks,
                         self.synced,
                         on_change.clone(),
@@ -498,16 +523,28 @@ impl Watch<'_> {
 
 /// One watch and its reflector store. Its first complete list counts once towards `synced`
 /// (relists do not, or a flapping watch could stand in for one that never listed).
+///
+/// Every object is cut to what the cache keeps (`cached.rs`) before it is stored; one that
+/// `keep` refuses is not stored at all: seen as applied it is removed (it may have been the
+/// operator's until this change) and routed as deleted, seen in a list it is left out.
 fn informer<K>(
     api: Api<K>,
-    scope: Option<String>,
     cfg: watcher::Config,
+    scope: Option<String>,
+    keep: fn(&K) -> bool,
     tasks: &mut Vec<Task>,
     synced: &Arc<watch::Sender<usize>>,
     on_change: Arc<dyn Fn(Change<K>) + Send + Sync>,
 ) -> Store<K>
 where
-    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K: Resource<DynamicType = ()>
+        + Bounded
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
 {
     // Not `.reflect(writer)`: that holds the cache twice during every relist (cache_writer.rs).
     let (writer, reader) = CacheWriter::<K>::new();
@@ -521,6 +558,7 @@ where
         api,
         cfg,
         scope,
+        keep,
         writer,
         listed: reader.clone(),
         synced: synced.clone(),
@@ -540,6 +578,8 @@ where
     api: Api<K>,
     cfg: watcher::Config,
     scope: Option<String>,
+    /// Whether the cache holds an object at all (`every`, `server_shaped`, `secret_shaped`).
+    keep: fn(&K) -> bool,
     writer: CacheWriter<K>,
     listed: Store<K>,
     synced: Arc<watch::Sender<usize>>,
@@ -549,7 +589,14 @@ where
 
 impl<K> Part for Informer<K>
 where
-    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K: Resource<DynamicType = ()>
+        + Bounded
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
 {
     fn name(&self) -> &str {
         &self.name
@@ -559,11 +606,17 @@ where
         Box::pin(async move {
             let stream = watcher::watcher(self.api.clone(), self.cfg.clone())
                 .backoff(watch_backoff())
-                .modify(|o| slim(o.meta_mut()));
+                .modify(Bounded::bound);
             let mut stream = std::pin::pin!(stream);
             let mut failing = Streak::default();
             let (kind, scope) = (&self.kind, self.scope.as_deref());
+            let keep = self.keep;
             while let Some(ev) = stream.next().await {
+                let ev = match ev {
+                    Ok(Event::InitApply(o)) if !keep(&o) => continue,
+                    Ok(Event::Apply(o)) if !keep(&o) => Ok(Event::Delete(o)),
+                    other => other,
+                };
                 let ev = ev.map(|e| self.writer.apply(e));
                 if ev.is_ok() {
                     failing.recovered(kind, scope);
@@ -622,45 +675,5 @@ impl Streak {
             );
             self.0 = 0;
         }
-    }
-}
-
-#[cfg(test)]
-mod slim_tests {
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
-
-    use super::*;
-
-    #[test]
-    fn a_cached_object_keeps_its_own_annotations_but_not_kubectls_copy() {
-        let mut meta = ObjectMeta {
-            managed_fields: Some(vec![ManagedFieldsEntry::default()]),
-            annotations: Some(BTreeMap::from([
-                (
-                    LAST_APPLIED.to_owned(),
-                    "{\"kind\":\"TerdutTeam\"}".to_owned(),
-                ),
-                ("terdut.ryuvia.com/adopt".to_owned(), "7".to_owned()),
-            ])),
-            ..ObjectMeta::default()
-        };
-        slim(&mut meta);
-        assert_eq!(meta.managed_fields, None);
-        assert_eq!(
-            meta.annotations,
-            Some(BTreeMap::from([(
-                "terdut.ryuvia.com/adopt".to_owned(),
-                "7".to_owned()
-            )]))
-        );
-        let mut only_kubectls = ObjectMeta {
-            annotations: Some(BTreeMap::from([(LAST_APPLIED.to_owned(), "{}".to_owned())])),
-            ..ObjectMeta::default()
-        };
-        slim(&mut only_kubectls);
-        assert_eq!(
-            only_kubectls.annotations, None,
-            "an empty map keeps no buffer"
-        );
     }
 }

@@ -1,6 +1,7 @@
 //! Supervision, reconciliation and the terdut-server API client.
 pub mod api;
 pub mod cache_writer;
+pub mod cached;
 pub mod census;
 pub mod clock;
 pub mod consent;

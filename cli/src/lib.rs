@@ -7,6 +7,7 @@ pub mod age;
 pub mod args;
 pub mod collect;
 pub mod complete;
+pub mod escape;
 pub mod kinds;
 pub mod output;
 pub mod runbook;
@@ -124,7 +125,10 @@ pub async fn run(
         Command::Completion { shell } => Ok(complete::script(*shell)),
         Command::Complete { words } => Ok(completions(client, cli, words).await),
     }
-    .map(|mut s| {
+    .map(|s| {
+        // Each renderer escapes the fields it prints; this catches any text that reached
+        // the output another way (`escape.rs`).
+        let mut s = escape::output(&s).into_owned();
         if !s.ends_with('\n') {
             s.push('\n');
         }

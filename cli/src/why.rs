@@ -10,6 +10,7 @@ use kube::{Api, Client};
 use serde_json::Value;
 
 use crate::age::age;
+use crate::escape::field;
 use crate::kinds::{Kind, KindName};
 use crate::runbook;
 use crate::table::layout;
@@ -54,7 +55,7 @@ pub fn render(kind: Kind, why: &Why, max_events: usize, now: Timestamp) -> Strin
     let c = Common::of(kind, &why.object);
     let mut out = format!("{} {}/{}\n", kind, c.namespace, c.name);
     for line in summary(kind, &why.object, &c) {
-        out.push_str(&format!("  {line}\n"));
+        out.push_str(&format!("  {}\n", field(&line)));
     }
 
     out.push_str("\nConditions:\n");
@@ -114,10 +115,8 @@ pub fn render(kind: Kind, why: &Why, max_events: usize, now: Timestamp) -> Strin
     {
         Some(steps) if !steps.is_empty() => {
             for s in steps {
-                out.push_str(&format!(
-                    "  - {}\n",
-                    s.as_str().map_or_else(|| s.to_string(), str::to_owned)
-                ));
+                let step = s.as_str().map_or_else(|| s.to_string(), str::to_owned);
+                out.push_str(&format!("  - {}\n", field(&step)));
             }
         }
         Some(_) => out.push_str("  nothing to do\n"),
@@ -127,14 +126,14 @@ pub fn render(kind: Kind, why: &Why, max_events: usize, now: Timestamp) -> Strin
     }
     if let Some(last) = why.object.data.pointer("/status/lastApplied") {
         let time = last.get("time").and_then(Value::as_str).unwrap_or("?");
-        out.push_str(&format!("\nLast applied ({time}):\n"));
+        out.push_str(&format!("\nLast applied ({}):\n", field(time)));
         for c in last
             .get("changes")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
         {
-            out.push_str(&format!("  - {}\n", c.as_str().unwrap_or_default()));
+            out.push_str(&format!("  - {}\n", field(c.as_str().unwrap_or_default())));
         }
     }
 
@@ -219,7 +218,10 @@ fn runbook_section(kind: Kind, c: &Common) -> String {
             Some(e) => {
                 out.push_str(&format!(
                     "  {}={} ({})   {}\n",
-                    cond.type_, e.status, e.reason, e.link
+                    field(&cond.type_),
+                    e.status,
+                    e.reason,
+                    e.link
                 ));
                 out.push_str(&format!("    What it means: {}\n", e.meaning));
                 out.push_str(&format!("    What to do: {}\n", e.todo));
@@ -228,7 +230,9 @@ fn runbook_section(kind: Kind, c: &Common) -> String {
                 let (file, anchor) = kind.runbook();
                 out.push_str(&format!(
                     "  {}={} ({}): not in the runbook; see {file}{anchor}\n",
-                    cond.type_, cond.status, cond.reason
+                    field(&cond.type_),
+                    field(&cond.status),
+                    field(&cond.reason)
                 ));
             }
         }

@@ -718,3 +718,103 @@ fn every_reason_of_the_crds_has_a_runbook_row() {
         );
     }
 }
+
+/// A character a terminal acts on, or one that hides or reorders text (`escape.rs`): none may
+/// reach the admin's terminal from what a tenant wrote.
+fn live_for_a_terminal(c: char) -> bool {
+    (c.is_control() && c != '\n')
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+#[tokio::test]
+async fn text_a_tenant_wrote_reaches_the_terminal_escaped() {
+    let (cp, client) = setup().await;
+    let ns = cp.namespace(&client, "escape").await.unwrap();
+    // What a tenant with `*/status` and Event rights writes: a clear-screen, a window title,
+    // a fake line, a colour that hides text, a right-to-left override.
+    let clear = "\u{1b}[2J\u{1b}[H";
+    let title = "\u{1b}]0;pwned\u{7}";
+    let forged_line = "\r\nterdut  True  Ready";
+    let hidden = "\u{1b}[8mhidden\u{1b}[0m";
+    let rtl = "\u{202e}gnp.exe";
+    common::server(
+        &client,
+        &ns,
+        "terdut",
+        json!({}),
+        TerdutServerStatus {
+            conditions: vec![cond("Ready", true, "Ready", &format!("ok{title}"))],
+            url: Some(format!("http://x{hidden}")),
+            ..Default::default()
+        },
+    )
+    .await;
+    let team = common::team(
+        &client,
+        &ns,
+        "payments",
+        (&ns, "terdut"),
+        annotations(&[("terdut.ryuvia.com/paused", "true")]),
+        TerdutTeamStatus {
+            conditions: vec![cond(
+                "Ready",
+                false,
+                &format!("Forged{clear}"),
+                &format!("all fine{forged_line}{rtl}"),
+            )],
+            plan: Some(vec![format!("rename{hidden}")]),
+            ..Default::default()
+        },
+    )
+    .await;
+    common::event(
+        &client,
+        &team,
+        "Warning",
+        &format!("Evil{title}"),
+        "Reconcile",
+        &format!("note{clear}{rtl}"),
+        1,
+    )
+    .await;
+
+    let status = run(&client, &["status", "-n", &ns], false).await.unwrap();
+    let why_team = run(&client, &["why", "team/payments", "-n", &ns], false)
+        .await
+        .unwrap();
+    let why_server = run(&client, &["why", "tds/terdut", "-n", &ns], false)
+        .await
+        .unwrap();
+    for out in [&status, &why_team, &why_server] {
+        let live: Vec<char> = out.chars().filter(|c| live_for_a_terminal(*c)).collect();
+        assert!(live.is_empty(), "{live:?} reach the terminal in\n{out:?}");
+    }
+    // Shown, escaped, where they were written.
+    for want in [
+        "Forged\\e[2J\\e[H",
+        "all fine\\r\\nterdut  True  Ready\\u{202e}gnp.exe",
+    ] {
+        assert!(why_team.contains(want), "missing {want:?} in\n{why_team}");
+    }
+    for want in [
+        "Evil\\e]0;pwned\\x07",
+        "note\\e[2J\\e[H\\u{202e}gnp.exe",
+        "- rename\\e[8mhidden",
+    ] {
+        assert!(why_team.contains(want), "missing {want:?} in\n{why_team}");
+    }
+    assert!(status.contains("Forged\\e[2J\\e[H"), "{status}");
+    assert!(
+        why_server.contains("API: http://x\\e[8mhidden\\e[0m")
+            && why_server.contains("ok\\e]0;pwned\\x07"),
+        "{why_server}"
+    );
+    // The fake line stays inside its cell: it starts no line of its own.
+    for out in [&status, &why_team] {
+        assert!(
+            !out.lines()
+                .any(|l| l.trim_start().starts_with("terdut  True")),
+            "{out}"
+        );
+    }
+}

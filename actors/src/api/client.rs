@@ -11,9 +11,11 @@ use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::Semaphore;
+use zeroize::Zeroizing;
 
+use super::budget::{AnswerBudget, Reservation, ServerShare};
 use super::endpoint::Endpoint;
-use super::error::ApiError;
+use super::error::{ApiError, TransientCause};
 use super::metrics::ApiMetrics;
 use super::secret::OperatorKey;
 use super::wire::{
@@ -33,9 +35,9 @@ pub fn init_tls() {
 }
 
 /// The most of a response body the client reads. The largest answer of the contract (a team's
-/// switches, an escalation ladder) is a few KiB; 64 requests in flight per server at this
-/// bound cost at most 64 MiB, where an unbounded read let one hostile server fill the
-/// operator's memory (docs/security.md).
+/// switches, an escalation ladder) is a few KiB; an unbounded read let one hostile server fill
+/// the operator's memory (docs/security.md). What all answers being read hold at once is
+/// bounded too, per server and for the process ([`AnswerBudget`]).
 pub const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
 
 /// How to reach one terdut-server.
@@ -47,6 +49,7 @@ pub struct ClientConfig {
     request_timeout: Duration,
     max_in_flight: usize,
     metrics: Option<ApiMetrics>,
+    budget: AnswerBudget,
 }
 
 impl fmt::Debug for ClientConfig {
@@ -83,7 +86,14 @@ impl ClientConfig {
             request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
             max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT,
             metrics: None,
+            budget: AnswerBudget::process(),
         }
+    }
+
+    /// The budget this client's answers count against (by default the process's one).
+    pub fn answer_budget(mut self, budget: AnswerBudget) -> Self {
+        self.budget = budget;
+        self
     }
 
     /// See [`Self::DEFAULT_MAX_IN_FLIGHT`] (at least 1).
@@ -119,6 +129,8 @@ pub struct TerdutClient {
     request_timeout: Duration,
     /// Slots for requests in flight (see [`ClientConfig::DEFAULT_MAX_IN_FLIGHT`]).
     in_flight: Arc<Semaphore>,
+    /// This server's share of the answer budget.
+    answers: ServerShare,
     metrics: Option<ApiMetrics>,
 }
 
@@ -133,10 +145,13 @@ impl fmt::Debug for TerdutClient {
     }
 }
 
-/// A response as far as the transport is concerned: its status and whole body.
+/// A response as far as the transport is concerned: its status and whole body, and the part of
+/// the answer budget the body holds until the answer is interpreted.
 struct Raw {
     status: u16,
-    body: Vec<u8>,
+    /// Zeroed when dropped: an integration's create answer carries its webhook URL and key.
+    body: Zeroizing<Vec<u8>>,
+    _held: Reservation,
 }
 
 impl TerdutClient {
@@ -169,6 +184,7 @@ impl TerdutClient {
             connect_timeout: config.connect_timeout,
             request_timeout: config.request_timeout,
             in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
+            answers: config.budget.share(),
             metrics: config.metrics,
         })
     }
@@ -477,27 +493,66 @@ impl TerdutClient {
                 .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
                 .body(body);
         }
+        // reqwest's own timeout covers the body only while it is being polled, and a read
+        // waiting for the answer budget polls nothing: the whole read is bounded here too,
+        // or answers that each hold part of a spent share would wait on each other forever.
+        let deadline = tokio::time::Instant::now() + self.request_timeout;
         let response = request.send().await.map_err(ApiError::from_transport)?;
         let status = response.status().as_u16();
-        let body = read_capped(response, MAX_RESPONSE_BYTES).await?;
-        Ok(Raw { status, body })
+        let mut held = self.answers.reserve();
+        let read = read_capped(response, MAX_RESPONSE_BYTES, &mut held);
+        let body = tokio::time::timeout_at(deadline, read)
+            .await
+            .map_err(|_| ApiError::Transient {
+                cause: TransientCause::Timeout,
+                detail: "the answer was not read within the request timeout (a slow body, or \
+                         this server's share of the answer budget stayed spent)"
+                    .to_owned(),
+            })??;
+        Ok(Raw {
+            status,
+            body,
+            _held: held,
+        })
     }
 }
 
 /// Reads the body chunk by chunk and stops at `limit`: a declared length past it is refused
-/// before anything is read, an undeclared one as soon as the chunks pass it.
-async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, ApiError> {
-    if response.content_length().is_some_and(|n| n > limit as u64) {
+/// before anything is read, an undeclared one as soon as the chunks pass it. Every byte is
+/// covered by `held` before it is kept: a declared length up front, else chunk by chunk.
+async fn read_capped(
+    mut response: reqwest::Response,
+    limit: usize,
+    held: &mut Reservation,
+) -> Result<Zeroizing<Vec<u8>>, ApiError> {
+    let declared = response.content_length();
+    if declared.is_some_and(|n| n > limit as u64) {
         return Err(ApiError::TooLarge { limit });
     }
-    let mut body = Vec::new();
+    if let Some(n) = declared {
+        held.cover(n as usize).await;
+    }
+    let mut body = Zeroizing::new(Vec::with_capacity(declared.unwrap_or(0) as usize));
     while let Some(chunk) = response.chunk().await.map_err(ApiError::from_transport)? {
         if body.len() + chunk.len() > limit {
             return Err(ApiError::TooLarge { limit });
         }
-        body.extend_from_slice(&chunk);
+        held.cover(body.len() + chunk.len()).await;
+        append(&mut body, &chunk);
     }
     Ok(body)
+}
+
+/// Appends `chunk`, growing the buffer into a new one rather than letting `Vec` reallocate:
+/// the old buffer is zeroed as it is dropped, so no copy of a key stays behind in the heap.
+fn append(body: &mut Zeroizing<Vec<u8>>, chunk: &[u8]) {
+    let needed = body.len() + chunk.len();
+    if needed > body.capacity() {
+        let mut grown = Zeroizing::new(Vec::with_capacity(needed.max(body.capacity() * 2)));
+        grown.extend_from_slice(body);
+        std::mem::swap(body, &mut grown);
+    }
+    body.extend_from_slice(chunk);
 }
 
 fn normalize_base_url(raw: &str) -> Result<String, ApiError> {

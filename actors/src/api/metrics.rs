@@ -44,10 +44,16 @@ impl Default for ApiMetrics {
 }
 
 impl ApiMetrics {
-    /// Creates the metrics and registers them as `terdut_api_requests_total` and
-    /// `terdut_api_request_duration_seconds`.
+    /// Creates the metrics and registers them as `terdut_api_requests_total`,
+    /// `terdut_api_request_duration_seconds` and `terdut_api_answer_bytes` (the process's
+    /// [`AnswerBudget`](super::AnswerBudget) held now).
     pub fn register(registry: &mut Registry) -> Self {
         let metrics = Self::default();
+        registry.register(
+            "terdut_api_answer_bytes",
+            "Bytes of terdut-server answers being read or decoded now, process-wide",
+            super::AnswerBudget::process().held_gauge(),
+        );
         registry.register(
             "terdut_api_requests",
             "Requests to terdut-server by endpoint and outcome",

@@ -1,14 +1,18 @@
-//! A string that must never be printed: the operator key, an integration's webhook key and its
+//! The one type for key material: the operator key, an integration's webhook key and its
 //! webhook URL (terdut-api.md "both are secrets and never appear in a CR's spec or status, a log
-//! line or an Event"; docs/design.md §4.5, §6).
+//! line or an Event"; docs/design.md §4.5, §6). The operator key's own rules (its format, its
+//! generation and hash) are methods of the same type (`server/key.rs`).
 //!
 //! The type has no `Serialize`, and its `Debug` and `Display` print `<redacted>`, so putting one
 //! in a `tracing` field, an error or a status struct shows nothing. The value comes out only
-//! through [`SecretString::expose`], which makes every use greppable.
+//! through [`SecretString::expose`], which makes every use greppable. Its memory is overwritten
+//! with zeros when it is dropped (`zeroize`), so a freed key does not linger in the heap for a
+//! core dump or a later allocation to show.
 
 use std::fmt;
 
 use serde::{Deserialize, Deserializer};
+use zeroize::Zeroize as _;
 
 /// The text shown in place of a secret.
 pub const REDACTED: &str = "<redacted>";
@@ -31,6 +35,12 @@ impl SecretString {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+}
+
+impl Drop for SecretString {
+    fn drop(&mut self) {
+        self.0.zeroize();
     }
 }
 

@@ -7,7 +7,7 @@
 //! `kube_writes_total{kind,verb}` exists so tests (and dashboards) can assert that a no-op
 //! resync writes nothing to the API server: every write site calls [`OperatorMetrics::kube_write`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -109,10 +109,15 @@ pub struct OperatorMetrics {
     passes_running: Family<KindLabel, Gauge>,
     parent_calls: Family<QuestionLabel, Histogram, fn() -> Histogram>,
     objects: Family<ObjectLabels, Gauge>,
-    /// Every label set `objects` was set for: one no object has any more is set to 0 rather
-    /// than left at its last count (families cannot be iterated).
-    objects_seen: Arc<Mutex<BTreeSet<ObjectLabels>>>,
+    /// Every label set `objects` has, with the censuses it has been empty for in a row: one
+    /// no object has any more is set to 0 rather than left at its last count, and removed
+    /// after [`EMPTY_CENSUSES_KEPT`] (families cannot be iterated).
+    objects_seen: Arc<Mutex<BTreeMap<ObjectLabels, u32>>>,
 }
+
+/// How many censuses in a row (5 s apart, `crate::census::PERIOD`) a series of `objects` stays
+/// at 0 before it is removed: a minute, so an alert on it resolves and a graph shows the drop.
+pub const EMPTY_CENSUSES_KEPT: u32 = 12;
 
 impl Default for OperatorMetrics {
     fn default() -> Self {
@@ -197,18 +202,32 @@ impl OperatorMetrics {
         m
     }
 
-    /// Sets `objects` to `counts`; a label set counted before and absent now goes to 0.
+    /// Sets `objects` to `counts`; a label set counted before and absent now goes to 0, and is
+    /// removed once it has been absent for [`EMPTY_CENSUSES_KEPT`] censuses.
     pub fn set_objects(&self, counts: &BTreeMap<ObjectLabels, i64>) {
         let mut seen = self
             .objects_seen
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        seen.extend(counts.keys().cloned());
-        for labels in seen.iter() {
-            self.objects
-                .get_or_create(labels)
-                .set(counts.get(labels).copied().unwrap_or(0));
+        for labels in counts.keys() {
+            seen.insert(labels.clone(), 0);
         }
+        seen.retain(|labels, empty| match counts.get(labels) {
+            Some(n) => {
+                self.objects.get_or_create(labels).set(*n);
+                true
+            }
+            None => {
+                *empty += 1;
+                if *empty > EMPTY_CENSUSES_KEPT {
+                    self.objects.remove(labels);
+                    false
+                } else {
+                    self.objects.get_or_create(labels).set(0);
+                    true
+                }
+            }
+        });
     }
 
     /// A child's question to its server actor took `took`.
@@ -405,5 +424,38 @@ mod tests {
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }
+    }
+
+    #[test]
+    fn a_series_that_stays_empty_is_dropped() {
+        use super::{EMPTY_CENSUSES_KEPT, ObjectLabels};
+        use std::collections::BTreeMap;
+        let mut registry = Registry::default();
+        let m = OperatorMetrics::register(&mut registry);
+        let labels = |reason: &str| ObjectLabels {
+            kind: "team".into(),
+            ready: "False".into(),
+            reason: reason.into(),
+        };
+        let text = |registry: &Registry| {
+            let mut text = String::new();
+            encode(&mut text, registry).expect("encodes");
+            text
+        };
+        m.set_objects(&BTreeMap::from([(labels("UnknownUser"), 1)]));
+        for _ in 0..EMPTY_CENSUSES_KEPT {
+            m.set_objects(&BTreeMap::new());
+            assert!(
+                text(&registry).contains(r#"reason="UnknownUser"} 0"#),
+                "kept at 0 for a while"
+            );
+        }
+        m.set_objects(&BTreeMap::from([(labels("InvalidSpec"), 2)]));
+        let now = text(&registry);
+        assert!(!now.contains("UnknownUser"), "dropped:\n{now}");
+        assert!(now.contains(r#"reason="InvalidSpec"} 2"#), "{now}");
+        // Counted again, it is back.
+        m.set_objects(&BTreeMap::from([(labels("UnknownUser"), 1)]));
+        assert!(text(&registry).contains(r#"reason="UnknownUser"} 1"#));
     }
 }

@@ -3,13 +3,10 @@
 //! One key per TerdutServer, `tdsa_` + 48 lowercase hex, in the Secret `<server>-operator-key`
 //! (data key `token`). The Secret is created once and never overwritten while it exists, since the
 //! running server was seeded with it; deleting it is how a user rotates the key (docs/design.md
-//! §6). The key value lives in [`OperatorKeyValue`], which never prints itself.
-//!
-//! Note for the lead: `actors/src/api/secret.rs` has its own redacting type for the API client's
-//! bearer token; the two should be folded into one.
+//! §6). The key value is an [`OperatorKeyValue`], the one type for key material
+//! (`api/secret.rs`): it never prints itself and is zeroed when dropped.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -17,6 +14,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rand::TryRngCore;
 use rand::rngs::OsRng;
 use sha2::{Digest, Sha256};
+use zeroize::{Zeroize as _, Zeroizing};
+
+pub use crate::api::SecretString as OperatorKeyValue;
 
 use super::names::{KEY_SECRET_DATA_KEY, Parent, key_secret_name, secret_labels};
 
@@ -36,17 +36,6 @@ pub const KEY_HASH_LEN: usize = 16;
 /// a prefix of the pod annotation, so the two can be compared.
 pub const KEY_FINGERPRINT_LEN: usize = 12;
 
-/// An operator key. `Debug` prints `<redacted>` and there is no `Display` or `Serialize`, so the
-/// value cannot reach a log line or a status by accident; [`Self::expose`] is the only way out.
-#[derive(Clone, PartialEq, Eq)]
-pub struct OperatorKeyValue(String);
-
-impl fmt::Debug for OperatorKeyValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("OperatorKeyValue(<redacted>)")
-    }
-}
-
 /// A key that is not `tdsa_` + 48 lowercase hex. Carries no part of the value.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("operator key is not tdsa_ followed by 48 lowercase hex characters")]
@@ -64,38 +53,41 @@ impl KeyGenError {
     }
 }
 
+/// The operator key's own rules, on the one type for key material: its format, its generation
+/// and its hash. `expose` is the only way to the value.
 impl OperatorKeyValue {
     /// A fresh key from the OS CSPRNG (the only impure function of this module).
     pub fn generate() -> Result<Self, KeyGenError> {
         let mut bytes = [0u8; KEY_HEX_LEN / 2];
-        OsRng
+        let filled = OsRng
             .try_fill_bytes(&mut bytes)
-            .map_err(|e| KeyGenError(e.to_string()))?;
-        Ok(Self::from_entropy(bytes))
+            .map_err(|e| KeyGenError(e.to_string()));
+        let key = filled.map(|()| Self::from_entropy(bytes));
+        bytes.zeroize();
+        key
     }
 
     /// The key for given random bytes; lets tests make keys deterministically.
     pub fn from_entropy(bytes: [u8; KEY_HEX_LEN / 2]) -> Self {
-        Self(format!("{KEY_PREFIX}{}", hex::encode(bytes)))
+        let hex = Zeroizing::new(hex::encode(bytes));
+        let mut key = String::with_capacity(KEY_PREFIX.len() + KEY_HEX_LEN);
+        key.push_str(KEY_PREFIX);
+        key.push_str(&hex);
+        Self::new(key)
     }
 
     /// Accepts exactly the format the server expects.
     pub fn parse(s: &str) -> Result<Self, InvalidKey> {
         if is_valid_key(s) {
-            Ok(Self(s.to_owned()))
+            Ok(Self::new(s))
         } else {
             Err(InvalidKey)
         }
     }
 
-    /// The key itself, for the Secret's data and the API client's bearer header only.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
     /// Truncated SHA-256 hex of the key, for [`KEY_HASH_ANNOTATION`].
     pub fn hash(&self) -> String {
-        let digest = hex::encode(Sha256::digest(self.0.as_bytes()));
+        let digest = hex::encode(Sha256::digest(self.expose().as_bytes()));
         digest[..KEY_HASH_LEN].to_owned()
     }
 

@@ -100,9 +100,13 @@ pub async fn observe(ctx: &Ctx, server: &TerdutServer) -> Result<Observation, Re
         .services
         .get(&ObjectRef::new(&service_name(name)).within(ns));
     let pdb = s.pdbs.get(&ObjectRef::new(&pdb_name(name)).within(ns));
-    let mut key_secret = s
+    // The cache holds the key Secret's metadata only (`cached.rs`); its data is read live,
+    // and only from a Secret this server controls.
+    let cached_key = s
         .secrets
-        .get(&ObjectRef::new(&key_secret_name(name)).within(ns));
+        .get(&ObjectRef::new(&key_secret_name(name)).within(ns))
+        .map(|m| m.metadata.clone());
+    let mut key_secret = None;
     let mut unlisted = UnlistedMeta::default();
     if deployment.is_none() {
         unlisted.deployment = metadata::<Deployment>(ctx, ns, &deployment_name(name)).await?;
@@ -113,11 +117,13 @@ pub async fn observe(ctx: &Ctx, server: &TerdutServer) -> Result<Observation, Re
     if pdb.is_none() && server.spec.pod.disruption_budget.is_some() {
         unlisted.pdb = metadata::<PodDisruptionBudget>(ctx, ns, &pdb_name(name)).await?;
     }
-    if key_secret.is_none()
-        && let Some(meta) = metadata::<Secret>(ctx, ns, &key_secret_name(name)).await?
-    {
-        // Ours without our label (or the cache lags its create): read it. Anyone else's is
-        // known by its metadata only: its data is never read.
+    let key_meta = match cached_key {
+        Some(meta) => Some(meta),
+        // Not cached: ours without our label (or the cache lags its create), or anyone else's.
+        None => metadata::<Secret>(ctx, ns, &key_secret_name(name)).await?,
+    };
+    if let Some(meta) = key_meta {
+        // Ours: read it. Anyone else's is known by its metadata only: its data is never read.
         if controlled_by(&meta, server) {
             key_secret = full::<Secret>(ctx, ns, &key_secret_name(name))
                 .await?

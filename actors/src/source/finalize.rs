@@ -210,7 +210,7 @@ async fn cleanup(pass: Pass<'_>, source: &TerdutAlertSource) -> Result<Cleanup, 
         &key.namespace,
         &secret_name(&key.name),
         &source.uid().unwrap_or_default(),
-        Read::Cache,
+        Read::Cache { checked: None },
     )
     .await?;
     let recorded = lookup_id(&secret.view, status_id);

@@ -37,6 +37,10 @@ pub struct SourceMemory {
     /// The integration the last Ready pass ended with: finding it gone means the server lost
     /// its data (see `observe`).
     pub integration_id: Option<Id>,
+    /// The webhook Secret's version (hashed) at which this runtime last read it holding the
+    /// url and key: while the cached metadata shows that version the data is not read again
+    /// (the cache holds no Secret data, `cached.rs`).
+    pub secret_checked: Option<u64>,
 }
 
 /// The TerdutAlertSource pipeline.

@@ -27,7 +27,7 @@ use super::names::{
     validate_source_name,
 };
 use super::plan::{Desired, Inputs, SecretView, ServerView, integration_kind, lookup_id, plan};
-use super::secret::{describe, view};
+use super::secret::{describe, view, view_of_metadata};
 use super::status::Outcome;
 use crate::api::{ApiError, Id, TerdutClient};
 use crate::consent::Consent;
@@ -61,7 +61,7 @@ pub struct Reachable {
 pub async fn observe(
     pass: Pass<'_>,
     source: &TerdutAlertSource,
-    memory: &SourceMemory,
+    memory: &mut SourceMemory,
 ) -> Result<Observed, ReconcileError> {
     let ctx = pass.ctx;
     let key = ObjectKey::of(source);
@@ -75,7 +75,10 @@ pub async fn observe(
     let status_id = source.status.as_ref().and_then(|s| s.integration_id);
     let uid = source.uid().unwrap_or_default();
     let name = secret_name(&key.name);
-    let mut secret = self::secret(ctx, &key.namespace, &name, &uid, Read::Cache).await?;
+    let cached = Read::Cache {
+        checked: memory.secret_checked,
+    };
+    let mut secret = self::secret(ctx, &key.namespace, &name, &uid, cached).await?;
     let mut server = integration(
         ctx,
         source,
@@ -111,6 +114,7 @@ pub async fn observe(
         )
         .await?;
     }
+    memory.secret_checked = secret.checked;
     Ok(Observed::Reachable(Box::new(Reachable {
         granted,
         status_id,
@@ -268,9 +272,11 @@ pub async fn verify_team(
 /// Where to read the Secret from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Read {
-    /// The informer cache: cheap, may lag a write by a moment, and sees only Secrets labelled
-    /// `terdut.ryuvia.com/managed=true`.
-    Cache,
+    /// The informer cache, which holds the metadata of Secrets of the operator's shape only
+    /// (`cached.rs`; it may lag a write by a moment). The data is read live, unless the cached
+    /// version is one this runtime itself saw holding the url and key (`checked`, a hash of
+    /// that resourceVersion: any write of the Secret, by anyone, gives it a new one).
+    Cache { checked: Option<u64> },
     /// A GET: sees every Secret of that name (a foreign one too) as it is now.
     Live,
 }
@@ -278,9 +284,13 @@ pub enum Read {
 /// The webhook Secret as found (for rewriting it) and as the planner sees it.
 #[derive(Clone)]
 pub struct SecretObservation {
-    /// Never `Debug`-print the Secret itself: its data is the key.
+    /// The Secret as read live (`None` when it was not read, or does not exist). Never
+    /// `Debug`-print the Secret itself: its data is the key.
     pub object: Option<Arc<Secret>>,
     pub view: SecretView,
+    /// The version (hashed) at which this runtime saw the Secret hold this source's url and
+    /// key: what [`Read::Cache`] may trust next time.
+    pub checked: Option<u64>,
 }
 
 impl std::fmt::Debug for SecretObservation {
@@ -288,12 +298,13 @@ impl std::fmt::Debug for SecretObservation {
         f.debug_struct("SecretObservation")
             .field("object", &self.object.as_deref().map(describe))
             .field("view", &self.view)
+            .field("checked", &self.checked)
             .finish()
     }
 }
 
-/// Reads the webhook Secret `name` in `namespace`. With [`Read::Cache`], an absent Secret is
-/// confirmed live: the cache sees only labelled Secrets and may lag the create of a moment ago.
+/// Reads the webhook Secret `name` in `namespace` (see [`Read`]). An absent Secret is always
+/// confirmed live: the cache may lag the create of a moment ago.
 pub async fn secret(
     ctx: &Ctx,
     namespace: &str,
@@ -301,25 +312,53 @@ pub async fn secret(
     source_uid: &str,
     read: Read,
 ) -> Result<SecretObservation, ReconcileError> {
-    let cached = match read {
-        Read::Cache => ctx
+    if let Read::Cache {
+        checked: Some(checked),
+    } = read
+        && let Some(cached) = ctx
             .stores
             .secrets
-            .get(&ObjectRef::new(name).within(namespace)),
-        Read::Live => None,
-    };
-    let object = match cached {
-        Some(s) => Some(s),
-        None => {
-            let api: Api<Secret> = Api::namespaced(ctx.kube.clone(), namespace);
-            api.get_opt(name)
-                .await
-                .map_err(|e| ReconcileError::kube("get", format!("Secret {namespace}/{name}"), e))?
-                .map(Arc::new)
-        }
-    };
+            .get(&ObjectRef::new(name).within(namespace))
+        && cached
+            .metadata
+            .resource_version
+            .as_deref()
+            .map(version_hash)
+            == Some(checked)
+        && let view @ SecretView::Owned(_) = view_of_metadata(&cached.metadata, source_uid, true)
+    {
+        return Ok(SecretObservation {
+            object: None,
+            view,
+            checked: Some(checked),
+        });
+    }
+    let api: Api<Secret> = Api::namespaced(ctx.kube.clone(), namespace);
+    let object = api
+        .get_opt(name)
+        .await
+        .map_err(|e| ReconcileError::kube("get", format!("Secret {namespace}/{name}"), e))?
+        .map(Arc::new);
     let view = view(object.as_deref(), source_uid);
-    Ok(SecretObservation { object, view })
+    let checked = match (&view, &object) {
+        (SecretView::Owned(o), Some(s)) if o.has_credentials => {
+            s.metadata.resource_version.as_deref().map(version_hash)
+        }
+        _ => None,
+    };
+    Ok(SecretObservation {
+        object,
+        view,
+        checked,
+    })
+}
+
+/// A resourceVersion as [`Read::Cache`] remembers it: 8 bytes per source, not the string.
+pub fn version_hash(rv: &str) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::hash::DefaultHasher::new();
+    rv.hash(&mut h);
+    h.finish()
 }
 
 /// Looks up the integration the Secret (else the status) names, and keeps it only if the

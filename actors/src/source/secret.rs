@@ -141,11 +141,6 @@ pub fn view(secret: Option<&Secret>, source_uid: &str) -> SecretView {
     let Some(secret) = secret else {
         return SecretView::Absent;
     };
-    if !controlled_by(secret, source_uid) {
-        return SecretView::Foreign;
-    }
-    let annotations = secret.metadata.annotations.as_ref();
-    let annotation = |k: &str| annotations.and_then(|a| a.get(k)).cloned();
     let non_empty = |k: &str| {
         secret
             .data
@@ -153,9 +148,29 @@ pub fn view(secret: Option<&Secret>, source_uid: &str) -> SecretView {
             .and_then(|d| d.get(k))
             .is_some_and(|v| !v.0.is_empty())
     };
+    view_of_metadata(
+        &secret.metadata,
+        source_uid,
+        non_empty(DATA_URL) && non_empty(DATA_KEY),
+    )
+}
+
+/// [`view`] from the Secret's metadata, with whether its data holds a url and a key as found
+/// (or remembered) by the caller.
+pub fn view_of_metadata(meta: &ObjectMeta, source_uid: &str, has_credentials: bool) -> SecretView {
+    let controlled = meta
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && o.uid == source_uid);
+    if !controlled {
+        return SecretView::Foreign;
+    }
+    let annotations = meta.annotations.as_ref();
+    let annotation = |k: &str| annotations.and_then(|a| a.get(k)).cloned();
     SecretView::Owned(OwnedSecret {
         integration_id: annotation(ANNOTATION_INTEGRATION_ID).and_then(|v| v.parse::<Id>().ok()),
-        has_credentials: non_empty(DATA_URL) && non_empty(DATA_KEY),
+        has_credentials,
         rotated_for: annotation(ANNOTATION_ROTATED_FOR),
     })
 }

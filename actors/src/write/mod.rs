@@ -62,8 +62,12 @@ mod impls {
                 fn status(&self) -> Option<&$status> {
                     self.status.as_ref()
                 }
+                /// Bounded like a cached status (`cached.rs`): the status a write returns
+                /// is kept until the cache shows it, and must not cost more than the copy.
                 fn into_status(self) -> Option<$status> {
-                    self.status
+                    let mut status = self.status;
+                    crate::cached::bound_status(&mut status);
+                    status
                 }
             }
         };

@@ -17,8 +17,12 @@ pub enum Action {
     Fail(StatusCode),
     /// Close the connection without writing a response.
     Reset,
-    /// Answer 200 with a body of this many bytes and no declared length.
-    Oversize(u64),
+    /// Answer 200 with a body of this many bytes and no declared length, kept open for
+    /// `stall` after the last byte.
+    Oversize {
+        bytes: u64,
+        stall: Duration,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,7 +97,10 @@ impl Faults {
             } else if rule.error_rate > 0.0 && rng.random_bool(rule.error_rate) {
                 action = Action::Fail(status);
             } else if rule.oversize_bytes > 0 {
-                action = Action::Oversize(rule.oversize_bytes);
+                action = Action::Oversize {
+                    bytes: rule.oversize_bytes,
+                    stall: Duration::from_millis(rule.oversize_stall_ms),
+                };
             }
             if action != Action::Pass {
                 fault.fired += 1;
@@ -201,7 +208,13 @@ mod tests {
         f.add(FaultRule::new("GET /x").oversize_bytes(1 << 20))
             .unwrap();
         for _ in 0..3 {
-            assert_eq!(f.decide("GET /x").action, Action::Oversize(1 << 20));
+            assert_eq!(
+                f.decide("GET /x").action,
+                Action::Oversize {
+                    bytes: 1 << 20,
+                    stall: Duration::ZERO
+                }
+            );
         }
         assert_eq!(f.decide("GET /y").action, Action::Pass);
         assert_eq!(f.list()[0].fired, 3);

@@ -27,7 +27,12 @@ pub struct Shared {
     public_url: String,
     faults: Mutex<Faults>,
     calls: Mutex<BTreeMap<String, u64>>,
+    /// The last [`CALL_LOG_KEPT`] calls in the order they arrived (`GET /admin/calls/log`).
+    call_log: Mutex<std::collections::VecDeque<String>>,
 }
+
+/// How many calls the call log keeps.
+pub const CALL_LOG_KEPT: usize = 50_000;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A handler that panicked mid-change left no half-written store: changes are applied to a
@@ -55,6 +60,7 @@ impl Shared {
             public_url,
             faults: Mutex::new(Faults::default()),
             calls: Mutex::new(BTreeMap::new()),
+            call_log: Mutex::default(),
         }
     }
 
@@ -106,12 +112,33 @@ impl Shared {
         *lock(&self.calls).entry(endpoint.to_owned()).or_default() += 1;
     }
 
+    /// Records one call in arrival order: `"METHOD /path"` with its ids, so a test can tell
+    /// which team a call was for and what came before it. An ingest path carries its
+    /// integration's token, so those are logged by `endpoint` (the route template) only.
+    pub fn log_call(&self, endpoint: &str, method: &str, path: &str) {
+        let line = if path.starts_with("/api/v1/ingest/") {
+            endpoint.to_owned()
+        } else {
+            format!("{method} {path}")
+        };
+        let mut log = lock(&self.call_log);
+        if log.len() == CALL_LOG_KEPT {
+            log.pop_front();
+        }
+        log.push_back(line);
+    }
+
+    pub fn call_log(&self) -> Vec<String> {
+        lock(&self.call_log).iter().cloned().collect()
+    }
+
     pub fn calls(&self) -> CallCounts {
         CallCounts(lock(&self.calls).clone())
     }
 
     pub fn reset_calls(&self) {
         lock(&self.calls).clear();
+        lock(&self.call_log).clear();
     }
 
     pub fn faults(&self) -> MutexGuard<'_, Faults> {

@@ -111,6 +111,12 @@ impl AdminClient {
         self.json(Method::GET, "/admin/calls", None::<&()>).await
     }
 
+    /// The calls received, in order (`"METHOD /path"`; ingest calls by route template only).
+    pub async fn call_log(&self) -> Result<Vec<String>, AdminError> {
+        self.json(Method::GET, "/admin/calls/log", None::<&()>)
+            .await
+    }
+
     pub async fn reset_calls(&self) -> Result<(), AdminError> {
         self.empty(Method::DELETE, "/admin/calls", None::<&()>)
             .await

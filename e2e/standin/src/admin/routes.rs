@@ -26,6 +26,7 @@ pub(crate) fn router(state: AppState) -> Router<AppState> {
         .route("/admin/teams/{id}/open-incidents", put(set_open_incidents))
         .route("/admin/integrations/key-check", post(key_check))
         .route("/admin/calls", get(calls).delete(reset_calls))
+        .route("/admin/calls/log", get(call_log))
         .route(
             "/admin/faults",
             get(list_faults).post(add_fault).delete(clear_faults),
@@ -99,6 +100,10 @@ async fn key_check(
 
 async fn calls(State(state): State<AppState>) -> Json<CallCounts> {
     Json(state.calls())
+}
+
+async fn call_log(State(state): State<AppState>) -> Json<Vec<String>> {
+    Json(state.call_log())
 }
 
 async fn reset_calls(State(state): State<AppState>) -> StatusCode {

@@ -107,6 +107,10 @@ pub struct FaultRule {
     /// in chunks with no declared length (a hostile or broken server; the operator's client
     /// must stop reading at its limit).
     pub oversize_bytes: u64,
+    /// With `oversize_bytes`: how long the body stays open after its last byte, so a client
+    /// holds what it read (a server trickling its answers).
+    #[serde(default)]
+    pub oversize_stall_ms: u64,
 }
 
 impl FaultRule {
@@ -151,6 +155,11 @@ impl FaultRule {
 
     pub fn oversize_bytes(mut self, bytes: u64) -> Self {
         self.oversize_bytes = bytes;
+        self
+    }
+
+    pub fn oversize_stall_ms(mut self, ms: u64) -> Self {
+        self.oversize_stall_ms = ms;
         self
     }
 }

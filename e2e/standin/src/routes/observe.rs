@@ -26,6 +26,7 @@ pub async fn observe(
 ) -> Response {
     let endpoint = format!("{} {}", request.method(), matched.as_str());
     state.count_call(&endpoint);
+    state.log_call(&endpoint, request.method().as_str(), request.uri().path());
     let decision = state.faults().decide(&endpoint);
     if !decision.delay.is_zero() {
         tokio::time::sleep(decision.delay).await;
@@ -33,7 +34,7 @@ pub async fn observe(
     match decision.action {
         Action::Pass => next.run(request).await,
         Action::Fail(status) => ContractError::Injected(status).into_response(),
-        Action::Oversize(bytes) => oversize(bytes),
+        Action::Oversize { bytes, stall } => oversize(bytes, stall),
         Action::Reset => match kill {
             Some(Extension(ConnKill(notify))) => {
                 notify.notify_one();
@@ -47,14 +48,21 @@ pub async fn observe(
 }
 
 /// A 200 whose body is `bytes` long, in 64 KiB chunks with no Content-Length, so a client
-/// can only find out how long it is by reading.
-fn oversize(bytes: u64) -> Response {
+/// can only find out how long it is by reading; with a `stall`, the body stays open that long
+/// after its last byte (a client holds what it read meanwhile).
+fn oversize(bytes: u64, stall: std::time::Duration) -> Response {
+    use futures::StreamExt as _;
     const CHUNK: u64 = 64 * 1024;
     let chunks = bytes.div_ceil(CHUNK);
-    let stream = futures::stream::iter((0..chunks).map(move |i| {
+    let body = futures::stream::iter((0..chunks).map(move |i| {
         let len = CHUNK.min(bytes - i * CHUNK) as usize;
         Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(vec![b' '; len]))
     }));
+    let end = futures::stream::once(async move {
+        tokio::time::sleep(stall).await;
+        Ok::<_, std::convert::Infallible>(axum::body::Bytes::new())
+    });
+    let stream = body.chain(end);
     (
         axum::http::StatusCode::OK,
         [(axum::http::header::CONTENT_TYPE, "application/json")],
