@@ -28,7 +28,9 @@ mod time_of_day;
 
 pub use binaries::{bin_dir, tool};
 pub use crds::install_crds;
-pub use node::{CLUSTER_DOMAIN, Layout, NODE_NAME, NodeCluster, NodeOptions, PAUSE_IMAGE};
+pub use node::{
+    CLUSTER_DOMAIN, Layout, NODE_NAME, NodeCluster, NodeComponent, NodeOptions, PAUSE_IMAGE,
+};
 pub use process::StopMode;
 pub use restartable::Restartable;
 pub use time_of_day::hms_utc;

@@ -13,10 +13,12 @@
 //! ```
 
 mod config;
+mod faults;
 mod net;
 mod pki;
 
 pub use config::{CLUSTER_DOMAIN, PAUSE_IMAGE};
+pub use faults::NodeComponent;
 pub use net::Layout;
 
 use std::path::{Path, PathBuf};
