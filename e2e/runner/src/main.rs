@@ -6,6 +6,10 @@
 //! - `node` (`just e2e-node`): this machine's single-node cluster, started here; the images
 //!   from e2e/images/build.sh (`--images`).
 //! - `kind` (`just e2e`): the current kubectl context, a kind cluster with the images loaded.
+//! - `node-chaos` (`just node-chaos`): the faults a node has, on this machine's node
+//!   (docs/reliability.md "Node faults"); the images as for `node`.
+//! - `upgrade` (`just upgrade-check`): `helm upgrade` from the previous version's chart and
+//!   image to this tree's, and `helm rollback`, on this machine's node (docs/upgrade.md).
 //!
 //! `--keep` stops after the golden path and leaves everything running until Ctrl-C.
 //! Exit status 1 when any check failed.
@@ -13,14 +17,17 @@
 mod checks;
 mod cluster;
 mod examples;
+mod fleet;
 mod golden;
 mod kind;
 mod kubectl;
 mod local;
 mod metrics;
 mod node;
+mod nodechaos;
 mod reach;
 mod run;
+mod upgrade;
 mod wait;
 
 use std::path::PathBuf;
@@ -44,6 +51,12 @@ struct Args {
     /// node: the folder of image tars (e2e/images/build.sh prints it).
     #[arg(long, env = "IMAGES_DIR")]
     images: Option<PathBuf>,
+    #[command(flatten)]
+    node_chaos: nodechaos::plan::NodeChaosArgs,
+    #[command(flatten)]
+    upgrade: upgrade::UpgradeArgs,
+    #[command(flatten)]
+    deploy: fleet::install::DeployArgs,
 }
 
 async fn local(keep: bool) -> anyhow::Result<u32> {
@@ -79,6 +92,14 @@ async fn main() -> ExitCode {
             node::main(&dir, args.keep).await
         }
         Mode::Kind => kind::main(args.keep).await,
+        Mode::NodeChaos => {
+            let dir = args.images.unwrap_or_else(|| PathBuf::from(".tmp/images"));
+            nodechaos::main(&dir, &args.node_chaos, &args.deploy).await
+        }
+        Mode::Upgrade => {
+            let dir = args.images.unwrap_or_else(|| PathBuf::from(".tmp/images"));
+            upgrade::main(&dir, &args.upgrade, &args.deploy).await
+        }
     };
     match result {
         Ok(0) => ExitCode::SUCCESS,
@@ -87,5 +108,14 @@ async fn main() -> ExitCode {
             log(&format!("ERROR {e:#}"));
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory as _;
+        super::Args::command().debug_assert();
     }
 }
