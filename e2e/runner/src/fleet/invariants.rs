@@ -26,7 +26,10 @@ fn ready_at_generation(meta: &ObjectMeta, observed: Option<i64>, cs: &[Condition
 fn why(cs: &[Condition]) -> String {
     cs.iter().find(|c| c.type_ == "Ready").map_or_else(
         || "no Ready condition".to_owned(),
-        |c| format!("Ready={} {}", c.status, c.reason),
+        |c| {
+            let message: String = c.message.chars().take(160).collect();
+            format!("Ready={} {}: {message}", c.status, c.reason)
+        },
     )
 }
 

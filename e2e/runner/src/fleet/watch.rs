@@ -34,7 +34,10 @@ pub struct ReadyWatch {
 fn ready_of(cs: &[Condition]) -> Result<(), String> {
     match cs.iter().find(|c| c.type_ == "Ready") {
         Some(c) if c.status == "True" => Ok(()),
-        Some(c) => Err(format!("Ready={} {}", c.status, c.reason)),
+        Some(c) => {
+            let message: String = c.message.chars().take(160).collect();
+            Err(format!("Ready={} {}: {message}", c.status, c.reason))
+        }
         None => Err("no Ready condition".into()),
     }
 }
@@ -207,7 +210,7 @@ mod tests {
             .unwrap()
         };
         assert!(ready_of(&[cond("True")]).is_ok());
-        assert_eq!(ready_of(&[cond("False")]).unwrap_err(), "Ready=False R");
+        assert_eq!(ready_of(&[cond("False")]).unwrap_err(), "Ready=False R: ");
         assert!(ready_of(&[]).is_err());
     }
 }

@@ -133,7 +133,15 @@ async fn scenario(
     for v in crate::fleet::leaks::check(run, &ctx.fleet.needles, &logs).await {
         run.checks.check(v.name, v.ok, v.detail);
     }
-    let _ = std::fs::remove_dir_all(&kept);
+    // A failed run keeps the operator's logs for a look.
+    if run.checks.failed() == 0 {
+        let _ = std::fs::remove_dir_all(&kept);
+    } else {
+        log(&format!(
+            "the operator pods' logs are kept in {}",
+            kept.display()
+        ));
+    }
     println!("{}", report::table(&rows));
     Ok(())
 }
