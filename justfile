@@ -165,6 +165,25 @@ chaos *ARGS: tools
 chaos-long *ARGS: tools
     bash e2e/chaos.sh --long {{ARGS}}
 
+# The leader pod deleted mid-wave and OOM-killed, the kubelet and containerd restarted,
+# CoreDNS down 60 s, the leader cut off from the kube-apiserver and from the server's pod
+# for 60 s (iptables in the node), the node restarted; after each the invariants of
+# docs/reliability.md. Args go to `terdut-e2e node-chaos` (--seed N, --faults a,b, ...).
+# The faults a node has, on the node of `just e2e-node`, bounded: 12 pairs, each fault once.
+node-chaos *ARGS: node
+    bash e2e/node-chaos.sh {{ARGS}}
+
+# The long node chaos run: 40 pairs, every fault three times in a shuffled order.
+node-chaos-long *ARGS: node
+    bash e2e/node-chaos.sh --long {{ARGS}}
+
+# With teams and sources live: no write to the server, no needless server roll, one leader
+# handover, nothing leaving Ready (docs/upgrade.md). The previous version's image is built
+# once per commit (e2e/upgrade-previous.sh).
+# helm upgrade from the previous version's chart and image to this tree's, then helm rollback.
+upgrade-check *ARGS: node
+    bash e2e/upgrade-check.sh {{ARGS}}
+
 # The operator runs in-process against the local control plane and stand-ins with injected
 # latency; full size by default (run it on an idle machine), a small run:
 # `just bench --servers 2 --teams 50 --sources 50 --idle-secs 30 --spawn-actors 2000`.

@@ -29,7 +29,8 @@ mod time_of_day;
 pub use binaries::{bin_dir, tool};
 pub use crds::install_crds;
 pub use node::{
-    CLUSTER_DOMAIN, Layout, NODE_NAME, NodeCluster, NodeOptions, PAUSE_IMAGE, Registry,
+    CLUSTER_DOMAIN, Layout, NODE_NAME, NodeCluster, NodeComponent, NodeOptions, PAUSE_IMAGE,
+    Registry,
 };
 pub use process::StopMode;
 pub use restartable::Restartable;

@@ -7,6 +7,10 @@
 //!   from e2e/images/build.sh (`--images`), the release from `just release` (`--release`),
 //!   installed from a registry beside the node.
 //! - `kind` (`just e2e`): the current kubectl context, a kind cluster with the images loaded.
+//! - `node-chaos` (`just node-chaos`): the faults a node has, on this machine's node
+//!   (docs/reliability.md "Node faults"); the images as for `node`.
+//! - `upgrade` (`just upgrade-check`): `helm upgrade` from the previous version's chart and
+//!   image to this tree's, and `helm rollback`, on this machine's node (docs/upgrade.md).
 //!
 //! `--keep` stops after the golden path and leaves everything running until Ctrl-C.
 //! Exit status 1 when any check failed.
@@ -14,15 +18,18 @@
 mod checks;
 mod cluster;
 mod examples;
+mod fleet;
 mod golden;
 mod kind;
 mod kubectl;
 mod local;
 mod metrics;
 mod node;
+mod nodechaos;
 mod reach;
 mod run;
 mod tracking;
+mod upgrade;
 mod wait;
 
 use std::path::PathBuf;
@@ -50,6 +57,12 @@ struct Args {
     /// the node and installed from it. Without it, the chart folder with the imported image.
     #[arg(long, env = "RELEASE_DIR")]
     release: Option<PathBuf>,
+    #[command(flatten)]
+    node_chaos: nodechaos::plan::NodeChaosArgs,
+    #[command(flatten)]
+    upgrade: upgrade::UpgradeArgs,
+    #[command(flatten)]
+    deploy: fleet::install::DeployArgs,
 }
 
 async fn local(keep: bool) -> anyhow::Result<u32> {
@@ -85,6 +98,14 @@ async fn main() -> ExitCode {
             node::main(&dir, args.release.as_deref(), args.keep).await
         }
         Mode::Kind => kind::main(args.keep).await,
+        Mode::NodeChaos => {
+            let dir = args.images.unwrap_or_else(|| PathBuf::from(".tmp/images"));
+            nodechaos::main(&dir, &args.node_chaos, &args.deploy).await
+        }
+        Mode::Upgrade => {
+            let dir = args.images.unwrap_or_else(|| PathBuf::from(".tmp/images"));
+            upgrade::main(&dir, &args.upgrade, &args.deploy).await
+        }
     };
     match result {
         Ok(0) => ExitCode::SUCCESS,
@@ -93,5 +114,14 @@ async fn main() -> ExitCode {
             log(&format!("ERROR {e:#}"));
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory as _;
+        super::Args::command().debug_assert();
     }
 }

@@ -16,7 +16,7 @@ use crate::reach::Reach;
 use crate::run::{Mode, Run};
 
 /// Every `*.tar` in `dir`.
-fn tars(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub fn tars(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut tars: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {} (run e2e/images/build.sh)", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -19,6 +19,11 @@ pub enum Mode {
     Node,
     /// A kind cluster with the images loaded (`just e2e`).
     Kind,
+    /// The faults a node has, on this machine's node (`just node-chaos`, docs/reliability.md).
+    NodeChaos,
+    /// `helm upgrade` from the previous version and `helm rollback`, on this machine's node
+    /// (`just upgrade-check`, docs/upgrade.md).
+    Upgrade,
 }
 
 pub struct Run {

@@ -15,11 +15,13 @@
 //! ```
 
 mod config;
+mod faults;
 mod net;
 mod pki;
 mod registry;
 
 pub use config::{CLUSTER_DOMAIN, PAUSE_IMAGE};
+pub use faults::NodeComponent;
 pub use net::Layout;
 pub use registry::Registry;
 

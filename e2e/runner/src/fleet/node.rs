@@ -1,0 +1,43 @@
+//! This machine's node for a day-two run: started with the images of e2e/images/build.sh
+//! (and any extra tars), with the clients a run needs.
+
+use std::path::{Path, PathBuf};
+
+use terdut_testenv::{NodeCluster, NodeOptions, tool};
+
+use crate::checks::log;
+use crate::cluster::helm::Helm;
+use crate::kubectl::Kubectl;
+use crate::reach::Reach;
+use crate::run::{Mode, Run};
+
+/// The node with every tar of `images` and of `extra` imported, and a run on it.
+pub async fn start(
+    mode: Mode,
+    images: &Path,
+    extra: &[PathBuf],
+) -> anyhow::Result<(NodeCluster, Run, Helm)> {
+    let mut tars = crate::node::tars(images)?;
+    for dir in extra {
+        tars.extend(crate::node::tars(dir)?);
+    }
+    let started = std::time::Instant::now();
+    let cluster = NodeCluster::start(NodeOptions { images: tars }).await?;
+    log(&format!(
+        "node cluster up in {:.1?} (node logs: {})",
+        started.elapsed(),
+        cluster.dir().join("logs").display()
+    ));
+    let kubeconfig = cluster.control_plane().kubeconfig().to_path_buf();
+    let kubectl = Kubectl {
+        bin: tool("kubectl")?,
+        kubeconfig: Some(kubeconfig.clone()),
+    };
+    let helm = Helm {
+        bin: tool("helm")?,
+        kubeconfig: Some(kubeconfig.clone()),
+    };
+    let config = Run::config_of(&kubeconfig).await?;
+    let run = Run::new(mode, config, kubectl, Reach::Routed)?;
+    Ok((cluster, run, helm))
+}
