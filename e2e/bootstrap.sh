@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Entry point for a fresh machine: installs what the project needs that the machine may lack
-# (just, openssl, jemalloc, cargo-deny, and for the recipes that run pods Debian's container engine and
+# (just, openssl, make, cargo-deny, and for the recipes that run pods Debian's container engine and
 # node packages), then runs `just <args>`. Used by README's commands and by .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,11 +14,10 @@ if ! command -v openssl >/dev/null 2>&1; then
   echo "[bootstrap] installing openssl" >&2
   apt-get update -qq && apt-get install -y -qq openssl
 fi
-# jemalloc, which the image preloads (ADR 0010): the heap figures' test and `just bench-rss`
-# run the operator with it as the image does.
-if [ ! -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ]; then
-  echo "[bootstrap] installing libjemalloc2" >&2
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjemalloc2 >/dev/null
+# make: tikv-jemalloc-sys builds the jemalloc linked into the operator with it (ADR 0010).
+if ! command -v make >/dev/null 2>&1; then
+  echo "[bootstrap] installing make" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq make >/dev/null
 fi
 if ! command -v cargo-deny >/dev/null 2>&1; then
   # Pinned: e2e/advisories.sh relies on where this version keeps its advisory database.
