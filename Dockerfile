@@ -5,10 +5,10 @@
 # (glibc, libgcc), not distroless/static: the machines this project is built and tested on
 # cannot download the musl target, and the image that is tested is the image that ships.
 #
-# The operator runs with jemalloc preloaded (Debian's libjemalloc2, copied from the build
-# stage): glibc's allocator keeps the pages thousands of passivated actors free, jemalloc gives
-# them back after a decay (docs/adr/0010-jemalloc-in-the-image.md). `LD_PRELOAD=` in the pod's
-# env runs it on glibc's.
+# The operator's allocator is jemalloc, linked into the binary (tikv-jemallocator, the
+# `terdut-heap` crate): glibc's allocator keeps the pages thousands of passivated actors free,
+# jemalloc gives them back after a decay (docs/adr/0010-jemalloc-in-the-image.md). Nothing is
+# preloaded; the image runs the binary the tests and the bench run.
 #
 # Both bases are build arguments. The defaults are the public images, pinned by digest (a tag
 # can move; a digest is the bytes): a build of one commit gets the same bases whenever it runs.
@@ -27,10 +27,10 @@ ARG BUILDER=docker.io/library/rust:1.95-bookworm@sha256:6258907abe69656e41cd992e
 ARG RUNTIME=gcr.io/distroless/cc-debian12:nonroot@sha256:9dac0a79194e45a7da0158a9c6da57b217585af0786db3845d1f0ec1a0dd182f
 
 FROM ${BUILDER} AS build
-# jemalloc first, in a layer of its own: a change of the sources does not install it again.
-RUN { [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] \
-      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends libjemalloc2; }; } \
- && install -D -m 0644 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /out/libjemalloc.so.2
+# make, which tikv-jemalloc-sys needs to build the jemalloc linked into the operator (ADR 0010),
+# in a layer of its own: a change of the sources does not install it again.
+RUN command -v make >/dev/null \
+ || { apt-get update -qq && apt-get install -y -qq --no-install-recommends make; }
 WORKDIR /src
 COPY . .
 # rust-toolchain.toml says "stable" with components; the builder's toolchain is the pinned one.
@@ -48,9 +48,6 @@ COPY --from=build /out/ /
 
 FROM ${RUNTIME}
 COPY --from=build /out/terdut-operator /terdut-operator
-COPY --from=build /out/libjemalloc.so.2 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2
-# background_thread: purge freed pages on a timer, so an idle operator gives them back too.
-ENV LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 MALLOC_CONF=background_thread:true
 USER 65532:65532
 EXPOSE 8080
 ENTRYPOINT ["/terdut-operator"]

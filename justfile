@@ -191,6 +191,12 @@ upgrade-check *ARGS: node
 # Performance: cold start, steady state, memory; table on stdout, JSON in .tmp/bench/.
 bench *ARGS:
     bash e2e/control-plane/build.sh core >&2
+    cargo build -q --release -p terdut-operator -p terdut-bench
+    TERDUT_AUDIT_DIR="$PWD/.tmp/bench/audit-$$" target/release/terdut-bench peers --peer-go "$(bash e2e/peer-go/build.sh)" {{ARGS}}
+
+# The in-process run of the actor tree alone (docs/performance.md "What a run does").
+bench-inprocess *ARGS:
+    bash e2e/control-plane/build.sh core >&2
     cargo run -q --release -p terdut-bench -- {{ARGS}}
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `just bench-memory`: the operator's RSS after a cold start with (a) the actor tree and with
-# (b) the kube-runtime Controller baseline, each alone in a process of its own, with jemalloc
-# preloaded as the image does, at the same size (default: 1 server, 10,000 teams). Arguments
+# (b) the kube-runtime Controller baseline, each alone in a process of its own, on the jemalloc
+# linked into every binary (ADR 0010), at the same size (default: 1 server, 10,000 teams). Arguments
 # go to terdut-bench; the raw numbers go to .tmp/bench/memory-{a,b}.json (docs/performance.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,9 +12,7 @@ args=("$@")
 [ "${#args[@]}" -gt 0 ] || args=(--servers 1 --teams 10000 --sources 0)
 for variant in a b; do
   echo "[bench-memory] variant ($variant)" >&2
-  LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
-  MALLOC_CONF="${RSS_MALLOC_CONF:-background_thread:true}" \
-    "$bin" --memory-only "$variant" --out ".tmp/bench/memory-$variant.json" "${args[@]}" >/dev/null
+  "$bin" --memory-only "$variant" --out ".tmp/bench/memory-$variant.json" "${args[@]}" >/dev/null
 done
 python3 - <<'PY'
 import json

@@ -3,13 +3,13 @@
 # lacks, then runs `just <args>`. Used by README's commands and by .ci/run.
 #   every recipe  just: the binary of PyPI's rust-just wheel, unpacked into the project's cache
 #                 (`pip download`: no root, nothing installed into a system Python), else
-#                 `cargo install just` there; openssl (Debian's, as root; without root this
-#                 says so and stops)
-#   test, lint, audit, bench-rss   also libjemalloc2 (Debian's, as root) and cargo-deny
-#                 (`cargo install`, into ~/.cargo)
+#                 `cargo install just` there; openssl and make (Debian's, as root; without root
+#                 this says so and stops; make builds the jemalloc linked into the operator,
+#                 ADR 0010)
+#   test, lint, audit   also cargo-deny (`cargo install`, into ~/.cargo)
 #   recipes that build images or run pods   also Debian's container engine and node packages
 #                 (root: they run a node in a network namespace of this machine)
-# `demo` needs no root once openssl is there: everything else it uses is built into
+# `demo` needs no root once openssl and make are there: everything else it uses is built into
 # ~/.cache/terdut-operator.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,11 +50,10 @@ PY
   hash -r
 fi
 command -v openssl >/dev/null 2>&1 || need_deb openssl openssl
+# make: tikv-jemalloc-sys builds the jemalloc linked into the operator with it (ADR 0010).
+command -v make >/dev/null 2>&1 || need_deb make make
 case " $* " in
-  *" test "*|*" lint "*|*" audit "*|*" bench-rss "*)
-    # jemalloc, which the image preloads (ADR 0010): the heap figures' test and `just
-    # bench-rss` run the operator with it as the image does.
-    [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || need_deb libjemalloc2 libjemalloc2
+  *" test "*|*" lint "*|*" audit "*)
     if ! command -v cargo-deny >/dev/null 2>&1; then
       # Pinned: e2e/advisories.sh relies on where this version keeps its advisory database.
       echo "[bootstrap] installing cargo-deny 0.20.2 (cargo install, ~6 minutes once)" >&2

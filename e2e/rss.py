@@ -32,13 +32,6 @@ import urllib.request
 
 NS, SERVER, GROUP, PORT = "rss", "terdut", "terdut.ryuvia.com/v1alpha1", 18400
 KUBECTL = os.environ.get("KUBECTL", "kubectl")
-# --malloc: what the operator's environment gets for each allocator.
-MALLOCS = {
-    "glibc": {},
-    "jemalloc": {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
-                 "MALLOC_CONF": os.environ.get("RSS_MALLOC_CONF", "background_thread:true")},
-    "mimalloc": {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"},
-}
 
 
 def log(msg):
@@ -201,14 +194,14 @@ def main():
                    help="seconds to wait after each step for idle actors to passivate (the operator's "
                         "--passivate-after is 2s) and freed heap to be returned (checked every 10s), "
                         "before RSS and actors alive are read again")
-    p.add_argument("--heap-profile", metavar="FILE", help="run the operator under heaptrack, writing FILE")
-    p.add_argument("--malloc", choices=sorted(MALLOCS), default="glibc",
-                   help="the allocator the operator runs with (LD_PRELOAD, as the image does for jemalloc)")
+    p.add_argument("--heap-profile", metavar="FILE",
+                   help="run the operator under heaptrack, writing FILE; heaptrack sees only what goes "
+                        "through malloc, and the operator allocates through the jemalloc linked into it "
+                        "(ADR 0010), so the profile holds the C libraries' allocations alone")
     a = p.parse_args()
     work = os.environ["WORK"]
     kubectl("create", "namespace", NS)
-    env = dict(os.environ, KUBECONFIG=os.path.join(work, "operator.kubeconfig"), RUST_LOG="warn",
-               **MALLOCS[a.malloc])
+    env = dict(os.environ, KUBECONFIG=os.path.join(work, "operator.kubeconfig"), RUST_LOG="warn")
     wrap = ["heaptrack", "-o", os.path.abspath(a.heap_profile)] if a.heap_profile else []
     operator = Proc([*wrap, os.environ["OPERATOR_BIN"], "--leader-elect=false", "--log-format=text",
                                  "--http-addr", "127.0.0.1:19564",

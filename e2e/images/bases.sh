@@ -9,8 +9,8 @@
 #                                     /etc/group with nonroot 65532, USER 65532:65532
 #   terdut-local/rust:1.95-bookworm   what docker.io/library/rust:1.95-bookworm is for the build
 #                                     stage: Debian bookworm (debootstrap minbase, gcc,
-#                                     libc6-dev, ca-certificates; libjemalloc2, which the
-#                                     operator image copies) and this machine's Rust
+#                                     libc6-dev, ca-certificates; make, with which
+#                                     tikv-jemalloc-sys builds jemalloc) and this machine's Rust
 #                                     toolchain (no docs) in /usr/local/rust, CARGO_HOME
 #                                     /usr/local/cargo as in the official image, and the
 #                                     CA certificates this machine trusts
@@ -66,7 +66,7 @@ build_builder() {
   log "assembling $BUILDER: debootstrap bookworm and this machine's Rust toolchain (~2 min)"
   local w="$WORK/builder" root="$WORK/builder/root" sysroot
   rm -rf "$w" && mkdir -p "$w"
-  debootstrap --variant=minbase --include=gcc,libc6-dev,ca-certificates,libjemalloc2 bookworm "$root" \
+  debootstrap --variant=minbase --include=gcc,libc6-dev,ca-certificates,make bookworm "$root" \
     http://deb.debian.org/debian > "$w/debootstrap.log" 2>&1 || { tail -20 "$w/debootstrap.log" >&2; exit 1; }
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
   # The build stage downloads crates through this machine's network, so it trusts what this

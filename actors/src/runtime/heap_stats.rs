@@ -2,8 +2,7 @@
 //! (docs/adr/0009-heap-figures-from-glibc.md, docs/adr/0010-jemalloc-in-the-image.md).
 //!
 //! After convergence most actors passivate (docs/design.md §5, ADR 0008) and free what they
-//! held. jemalloc (the image's) purges the freed pages after a decay; glibc (a binary run
-//! without it) keeps freed blocks that sit between live ones, so the RSS stays near its peak.
+//! held. jemalloc (linked into every binary, ADR 0010) purges the freed pages after a decay.
 //! `in_use` is what the operator needs; `free` is what the allocator keeps resident. Refreshed
 //! every 10 s; the allocator is logged once at start.
 
@@ -19,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 /// How often the allocator is asked.
 pub const EVERY: Duration = Duration::from_secs(10);
 
-/// `{allocator, state}` of `heap_bytes`: `jemalloc` or `glibc`; `in_use` or `free`.
+/// `{allocator, state}` of `heap_bytes`: `jemalloc`; `in_use` or `free`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabel {
     allocator: &'static str,
@@ -38,7 +37,7 @@ impl HeapMetrics {
         let m = Self::default();
         registry.register(
             "heap_bytes",
-            "Bytes the allocator holds: in use by the operator, or freed and kept resident (jemalloc, as the image preloads it, or glibc)",
+            "Bytes the allocator holds: in use by the operator, or freed and kept resident (jemalloc, linked into the binary)",
             m.bytes.clone(),
         );
         m
@@ -62,8 +61,8 @@ impl HeapMetrics {
     }
 }
 
-/// Refreshes the gauges every `every` until `stop`; where the allocator cannot be asked
-/// (neither jemalloc nor glibc) it returns at once and the family stays empty.
+/// Refreshes the gauges every `every` until `stop`; should the allocator not answer, it returns
+/// at once and the family stays empty.
 pub fn spawn(every: Duration, metrics: HeapMetrics, stop: CancellationToken) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut stats = terdut_heap::stats();

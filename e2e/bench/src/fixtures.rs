@@ -26,10 +26,15 @@ pub fn source_name(i: usize) -> String {
 
 /// A TerdutServer whose API the operator reaches at `http://127.0.0.1:{port}` (the bench's URL
 /// template), where the bench runs its stand-in.
-pub fn server(name: &str, port: u16) -> anyhow::Result<TerdutServer> {
+/// With `labels` (a shard's selector) when given.
+pub fn server_labelled(
+    name: &str,
+    port: u16,
+    labels: Option<serde_json::Value>,
+) -> anyhow::Result<TerdutServer> {
     Ok(serde_json::from_value(json!({
         "apiVersion": "terdut.ryuvia.com/v1alpha1", "kind": "TerdutServer",
-        "metadata": {"name": name},
+        "metadata": {"name": name, "labels": labels.unwrap_or_else(|| json!({}))},
         "spec": {
             "image": {"tag": "v0.9.3"},
             "networking": {"hostname": format!("{name}.example.com"), "servicePort": port},
@@ -85,9 +90,21 @@ pub async fn server_with_standin(
     port: u16,
     latency_ms: u64,
 ) -> anyhow::Result<terdut_standin::Handle> {
+    server_with_standin_labelled(client, ns, name, port, latency_ms, None).await
+}
+
+/// [`server_with_standin`] with labels on the TerdutServer.
+pub async fn server_with_standin_labelled(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    port: u16,
+    latency_ms: u64,
+    labels: Option<serde_json::Value>,
+) -> anyhow::Result<terdut_standin::Handle> {
     let servers: Api<TerdutServer> = Api::namespaced(client.clone(), ns);
     servers
-        .create(&PostParams::default(), &server(name, port)?)
+        .create(&PostParams::default(), &server_labelled(name, port, labels)?)
         .await?;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
     let secret_name = format!("{name}-operator-key");

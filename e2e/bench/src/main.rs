@@ -16,6 +16,7 @@
 mod controllers;
 mod fixtures;
 mod memory;
+mod peers;
 mod rss;
 mod scrape;
 mod spawn_cost;
@@ -107,6 +108,17 @@ struct Args {
     /// Where the raw results go.
     #[arg(long, default_value = ".tmp/bench/results.json")]
     out: PathBuf,
+    /// `peers`: the comparison of processes (a), (b), (d); without it, the in-process
+    /// run of the actor tree described in docs/performance.md "What a run does".
+    #[command(subcommand)]
+    #[serde(skip)]
+    command: Option<Command>,
+}
+
+#[derive(clap::Subcommand, Debug, Clone)]
+enum Command {
+    /// (a) against (b) and (d) as processes on the work users see (docs/performance.md "Peers").
+    Peers(peers::PeersArgs),
 }
 
 #[tokio::main]
@@ -128,6 +140,9 @@ async fn main() -> anyhow::Result<()> {
     say("starting the control plane");
     let cp = ControlPlane::shared().await?;
     let client = cp.client().await?;
+    if let Some(Command::Peers(p)) = &args.command {
+        return peers::run(cp, p).await;
+    }
     if let Some(variant) = args.memory_only {
         let result = memory::measure(cp, &args, &client, variant).await?;
         if let Some(dir) = args.out.parent() {
@@ -365,7 +380,7 @@ async fn relist(
 }
 
 /// `/proc/loadavg`'s 1, 5 and 15 minute load averages.
-fn loadavg() -> Value {
+pub(crate) fn loadavg() -> Value {
     let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     json!(
         text.split_whitespace()
@@ -375,7 +390,7 @@ fn loadavg() -> Value {
     )
 }
 
-fn say(what: &str) {
+pub(crate) fn say(what: &str) {
     eprintln!("[bench] {what}");
 }
 
@@ -383,7 +398,7 @@ fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e4).round() / 10.0
 }
 
-fn machine() -> Value {
+pub(crate) fn machine() -> Value {
     let cmd = |c: &str, a: &[&str]| {
         std::process::Command::new(c)
             .args(a)

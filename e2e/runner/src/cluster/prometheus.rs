@@ -254,7 +254,7 @@ pub async fn check(run: &Run) -> anyhow::Result<()> {
     .await;
     run.checks
         .check_result("PromQL sum(terdut_operator_leader) == 1", &leader);
-    // The image preloads jemalloc (ADR 0010); the operator reports which allocator answered.
+    // The operator links jemalloc (ADR 0010); it reports which allocator answered.
     let jemalloc = wait::until("heap figures from jemalloc", limit, || async {
         let q = r#"count(terdut_operator_heap_bytes{allocator="jemalloc",state="in_use"} > 0)"#;
         let n = query(run, q).await?;

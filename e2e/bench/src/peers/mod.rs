@@ -1,0 +1,169 @@
+//! `terdut-bench peers` (`just bench`, docs/performance.md "Peers"): this operator (a) against
+//! the kube-runtime `Controller` a kube-rs user writes (b) and the controller-runtime operator a
+//! Kubebuilder user writes (d, at concurrency 1 and at (a)'s), each a process of its own, one at
+//! a time, on the same control plane and the same in-process stand-ins, in rounds whose order
+//! rotates. What a user sees: cold create, steady state over a window with its resync wave, one
+//! change during a wave, a restart on converged objects, memory, shards. kube-apiserver requests
+//! come from the apiserver's audit log ([`audit`]), terdut calls from the stand-ins, CPU and RSS
+//! from `/proc`. It measures; it asserts nothing.
+
+pub mod audit;
+pub mod process;
+mod scenarios;
+mod summary;
+mod watch;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use terdut_testenv::ControlPlane;
+
+use process::{Launch, Peer};
+
+/// The knobs of a peers run. A small run: `--objects 100 --rounds 1 --resync-secs 30`.
+#[derive(clap::Args, Debug, Clone, serde::Serialize)]
+pub struct PeersArgs {
+    /// TerdutTeams, and as many TerdutAlertSources (one per team).
+    #[arg(long, default_value_t = 1000)]
+    pub objects: usize,
+    /// TerdutServers (each with its stand-in); teams spread round-robin over them.
+    #[arg(long, default_value_t = 1)]
+    pub servers: usize,
+    /// Latency the stand-ins add to every API call.
+    #[arg(long, default_value_t = 20)]
+    pub latency_ms: u64,
+    /// Rounds; each runs every peer once, the order rotated by one per round.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// The peers, comma-separated: a, b, d1, dN.
+    #[arg(long, default_value = "a,b,d1,dN")]
+    pub peers: String,
+    /// (a)'s `--max-concurrent-reconciles`, and (b)'s and (dN)'s concurrency.
+    #[arg(long, default_value_t = 256)]
+    pub concurrency: u16,
+    /// The resync period every peer is given (production: 300 s). Lowered so that the steady
+    /// window holds a whole period, and so its wave, in bounded time.
+    #[arg(long, default_value_t = 60)]
+    pub resync_secs: u64,
+    /// The steady-state window (default: 1.25 resync periods, so a whole wave falls inside).
+    #[arg(long)]
+    pub window_secs: Option<u64>,
+    /// Edits of one team, spread over one resync period, for edit → Ready.
+    #[arg(long, default_value_t = 20)]
+    pub change_samples: usize,
+    /// Scenarios, comma-separated: cold, steady, change, restart.
+    #[arg(long, default_value = "cold,steady,change,restart")]
+    pub scenarios: String,
+    /// `--selector` shard counts to run with (a) after the rounds, e.g. `2,4` (empty: none).
+    #[arg(long, default_value = "")]
+    pub shards: String,
+    /// Peer (d)'s binary (`bash e2e/peer-go/build.sh` prints it).
+    #[arg(long)]
+    pub peer_go: Option<PathBuf>,
+    /// Create requests the bench keeps in flight.
+    #[arg(long, default_value_t = 32)]
+    pub create_concurrency: usize,
+    /// Give up waiting for a scenario after this long (the results then say so).
+    #[arg(long, default_value_t = 1800)]
+    pub timeout_secs: u64,
+    /// Where the raw results go.
+    #[arg(long, default_value = ".tmp/bench/peers.json")]
+    pub out: PathBuf,
+}
+
+impl PeersArgs {
+    fn peers(&self) -> anyhow::Result<Vec<Peer>> {
+        self.peers.split(',').filter(|s| !s.is_empty()).map(Peer::parse).collect()
+    }
+
+    fn window(&self) -> Duration {
+        Duration::from_secs(self.window_secs.unwrap_or(self.resync_secs * 5 / 4))
+    }
+
+    fn has(&self, scenario: &str) -> bool {
+        self.scenarios.split(',').any(|s| s.trim() == scenario)
+    }
+}
+
+pub async fn run(cp: &'static ControlPlane, args: &PeersArgs) -> anyhow::Result<()> {
+    let client = cp.client().await?;
+    let audit = audit::AuditLog::find(cp.dir())?;
+    let dir = std::env::current_exe()?
+        .parent()
+        .map(PathBuf::from)
+        .ok_or_else(|| anyhow::anyhow!("no directory of the bench binary"))?;
+    let launch = Launch {
+        operator_bin: dir.join("terdut-operator"),
+        peer_kube_bin: dir.join("terdut-peer-kube"),
+        peer_go_bin: args.peer_go.clone(),
+        kubeconfig: cp.operator_kubeconfig(),
+        resync: Duration::from_secs(args.resync_secs),
+        concurrency: args.concurrency,
+        logs: args
+            .out
+            .parent()
+            .map(|p| p.join("peer-logs"))
+            .unwrap_or_else(|| PathBuf::from(".tmp/bench/peer-logs")),
+    };
+    let peers = args.peers()?;
+    let mut results = json!({
+        "args": args,
+        "machine": super::machine(),
+        "commit": commit(),
+        "loadavg_start": super::loadavg(),
+        "audit_log": audit_path_note(),
+    });
+    let mut runs = Vec::new();
+    for round in 0..args.rounds.max(1) {
+        let mut order = peers.clone();
+        let turn = round % order.len().max(1);
+        order.rotate_left(turn);
+        super::say(&format!(
+            "round {} of {}: {}",
+            round + 1,
+            args.rounds,
+            order.iter().map(|p| p.label()).collect::<Vec<_>>().join(", ")
+        ));
+        let floor = scenarios::floors(cp, &client, args).await?;
+        for &peer in &order {
+            super::say(&format!("round {}: peer ({})", round + 1, peer.label()));
+            let r = scenarios::run_peer(cp, &client, &audit, &launch, args, peer, round, &floor)
+                .await
+                .unwrap_or_else(|e| json!({"peer": peer.label(), "error": format!("{e:#}")}));
+            runs.push(r);
+        }
+    }
+    results["runs"] = Value::Array(runs);
+    let mut shards = Vec::new();
+    for n in args.shards.split(',').filter_map(|s| s.trim().parse::<usize>().ok()) {
+        super::say(&format!("shards: {n} instances of (a) with --selector"));
+        shards.push(
+            scenarios::shards(cp, &client, &launch, args, n)
+                .await
+                .unwrap_or_else(|e| json!({"shards": n, "error": format!("{e:#}")})),
+        );
+    }
+    results["shards"] = Value::Array(shards);
+    results["loadavg_end"] = super::loadavg();
+    results["summary"] = summary::summarize(&results);
+    println!("{}", summary::table(args, &results));
+    if let Some(dir) = args.out.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&args.out, serde_json::to_string_pretty(&results)?)?;
+    super::say(&format!("raw results in {}", args.out.display()));
+    Ok(())
+}
+
+fn commit() -> String {
+    std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+fn audit_path_note() -> &'static str {
+    "kube-apiserver audit log, user terdut-operator-test (every peer runs as it, one at a time)"
+}

@@ -1,0 +1,139 @@
+//! The bench's own watches of a namespace's teams and sources: when each was first seen Ready,
+//! and for teams the generation their Ready condition speaks for (edit → Ready).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures::StreamExt;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+use terdut_crds::v1alpha1::conditions::{READY, find};
+use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutTeam};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+#[derive(Default)]
+struct Seen {
+    /// First instant each object was seen Ready (name → instant), per kind.
+    teams: HashMap<String, Instant>,
+    sources: HashMap<String, Instant>,
+    /// A team's newest observed generation with Ready=True.
+    team_ready_generation: HashMap<String, i64>,
+}
+
+/// The watches; they stop when this is dropped.
+pub struct ReadyWatch {
+    seen: Arc<Mutex<Seen>>,
+    changed: Arc<Notify>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for ReadyWatch {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl ReadyWatch {
+    pub fn start(client: &kube::Client, ns: &str) -> Self {
+        let seen: Arc<Mutex<Seen>> = Arc::default();
+        let changed = Arc::new(Notify::new());
+        let teams = {
+            let (seen, changed) = (seen.clone(), changed.clone());
+            let api: Api<TerdutTeam> = Api::namespaced(client.clone(), ns);
+            tokio::spawn(async move {
+                let mut s = watcher(api, watcher::Config::default())
+                    .default_backoff()
+                    .applied_objects()
+                    .boxed();
+                while let Some(ev) = s.next().await {
+                    let Ok(t) = ev else { continue };
+                    let st = t.status.as_ref();
+                    let ready = st
+                        .and_then(|s| find(&s.conditions, READY))
+                        .is_some_and(|c| c.status == "True");
+                    if !ready {
+                        continue;
+                    }
+                    let name = t.metadata.name.clone().unwrap_or_default();
+                    let generation = st.and_then(|s| s.observed_generation).unwrap_or(0);
+                    if let Ok(mut m) = seen.lock() {
+                        m.teams.entry(name.clone()).or_insert_with(Instant::now);
+                        let g = m.team_ready_generation.entry(name).or_insert(0);
+                        *g = (*g).max(generation);
+                    }
+                    changed.notify_waiters();
+                }
+            })
+        };
+        let sources = {
+            let (seen, changed) = (seen.clone(), changed.clone());
+            let api: Api<TerdutAlertSource> = Api::namespaced(client.clone(), ns);
+            tokio::spawn(async move {
+                let mut s = watcher(api, watcher::Config::default())
+                    .default_backoff()
+                    .applied_objects()
+                    .boxed();
+                while let Some(ev) = s.next().await {
+                    let Ok(o) = ev else { continue };
+                    let ready = o
+                        .status
+                        .as_ref()
+                        .and_then(|s| find(&s.conditions, READY))
+                        .is_some_and(|c| c.status == "True");
+                    if ready && let Ok(mut m) = seen.lock() {
+                        m.sources
+                            .entry(o.metadata.name.clone().unwrap_or_default())
+                            .or_insert_with(Instant::now);
+                    }
+                    changed.notify_waiters();
+                }
+            })
+        };
+        Self {
+            seen,
+            changed,
+            tasks: vec![teams, sources],
+        }
+    }
+
+    /// (teams, sources) seen Ready.
+    pub fn counts(&self) -> (usize, usize) {
+        self.seen
+            .lock()
+            .map(|m| (m.teams.len(), m.sources.len()))
+            .unwrap_or_default()
+    }
+
+    /// The first-Ready instants (teams, sources).
+    pub fn instants(&self) -> (HashMap<String, Instant>, HashMap<String, Instant>) {
+        self.seen
+            .lock()
+            .map(|m| (m.teams.clone(), m.sources.clone()))
+            .unwrap_or_default()
+    }
+
+    /// Waits until team `name` is Ready at generation `generation` or later.
+    pub async fn team_ready_at(&self, name: &str, generation: i64, timeout: std::time::Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let notified = self.changed.notified();
+            let done = self
+                .seen
+                .lock()
+                .map(|m| m.team_ready_generation.get(name).copied().unwrap_or(0) >= generation)
+                .unwrap_or(false);
+            if done {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            let _ = tokio::time::timeout(left.min(std::time::Duration::from_millis(50)), notified).await;
+        }
+    }
+}
