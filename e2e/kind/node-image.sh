@@ -103,7 +103,8 @@ for ref in $required; do
     --no-unpack --digests - < "${HAVE[$(canonical "$ref")]}" >/dev/null
 done
 inside pkill containerd
-inside bash -c 'while pgrep -x containerd >/dev/null; do sleep 0.2; done'
+# Until it has exited: its zombie stays, `sleep` as PID 1 reaps nothing.
+inside bash -c 'while ps -C containerd -o stat= | grep -qv Z; do sleep 0.2; done'
 
 "$DOCKER" commit \
   --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \
