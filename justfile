@@ -115,10 +115,22 @@ fuzz SCALE="25":
 demo: tools
     bash e2e/demo.sh
 
-# Not runnable on CI here (kind's node image comes from a registry): `just e2e-node` is.
-# The e2e scenario on a kind cluster (needs Docker, kind, helm, kubectl).
+# Not runnable on CI here: kind's default CNI (kindnetd) cannot be built without a registry and
+# Docker 20.10 cannot start kind's privileged nodes on these hosts (docs/node.md "kind node
+# image"); `just e2e-node` runs the scenario instead.
+# The e2e scenario on a kind cluster of three nodes (needs Docker, kind, helm, kubectl).
 e2e:
     bash e2e/e2e-kind.sh
+
+# `just e2e`'s golden path, then the kind cluster stays up; prints how to look around.
+kind-demo:
+    KEEP=1 bash e2e/e2e-kind.sh
+
+# kind's base image, the images a node preloads and the node image, assembled here for the pinned
+# Kubernetes (docs/node.md "kind node image"); it stops at kindnetd, which cannot be built here.
+# A kind node image with no registry.
+kind-node-image:
+    bash e2e/kind/node-image.sh
 
 # kind validates e2e/kind/cluster.yaml and stops only at pulling its node image (docs/node.md).
 # What of `just e2e` a machine without a registry can check.

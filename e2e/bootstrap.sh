@@ -64,7 +64,7 @@ esac
 # builds the images), iptables for kube-proxy, the CNI plugins, libseccomp for runc's seccomp
 # filter, debootstrap for the offline builder image. ~20 s once.
 case " $* " in
-  *" test "*|*" e2e-node "*|*" node-demo "*|*" images "*|*" node "*|*" release "*)
+  *" test "*|*" e2e-node "*|*" node-demo "*|*" images "*|*" node "*|*" release "*|*" node-chaos "*|*" node-chaos-long "*|*" upgrade-check "*|*" e2e "*|*" kind-demo "*|*" kind-node-image "*)
     pkgs=()
     command -v dockerd >/dev/null 2>&1 || pkgs+=(docker.io)
     command -v iptables >/dev/null 2>&1 || pkgs+=(iptables)

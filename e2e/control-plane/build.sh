@@ -74,6 +74,14 @@ build_kubelet() {
     k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kube-scheduler
 }
 
+# kubeadm, for the kind node image (e2e/kind/node-image.sh): kind's nodes run kubeadm init/join.
+build_kubeadm() {
+  have kubeadm && return 0
+  log "building kubeadm $K8S_VERSION"
+  kube_module "$WORK/kube-kubeadm-$K8S_VERSION" kubeadm
+  go build -trimpath -tags selinux,notest -ldflags "$(kube_ldflags)" -o "$BIN/" k8s.io/kubernetes/cmd/kubeadm
+}
+
 # A wrapper module in $WORK/$1 requiring nothing, then `go get -tool` of each package $2...
 tool_module() {
   local w="$WORK/$1" p
@@ -187,8 +195,8 @@ case "$what" in
   all) build_etcd; build_kube; build_helm; build_promtool ;;
   core) build_etcd; build_kube ;;
   node) build_kubelet; build_containerd; build_runc; build_coredns; build_prometheus; build_pause ;;
-  etcd|kube|helm|promtool|kubelet|containerd|runc|coredns|prometheus|pause|kind) "build_$what" ;;
+  etcd|kube|helm|promtool|kubelet|kubeadm|containerd|runc|coredns|prometheus|pause|kind) "build_$what" ;;
   path) ;;
-  *) echo "usage: $0 [all|core|node|etcd|kube|helm|promtool|kubelet|containerd|runc|coredns|prometheus|pause|kind|path]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|core|node|etcd|kube|helm|promtool|kubelet|kubeadm|containerd|runc|coredns|prometheus|pause|kind|path]" >&2; exit 2 ;;
 esac
 echo "$BIN"
