@@ -20,7 +20,10 @@ use terdut_actors::supervisor::RestartPolicy;
 struct Args {
     #[arg(long)]
     watch_namespace: String,
-    #[arg(long, default_value = "http://{name}.{namespace}.svc.{clusterDomain}.:{port}")]
+    #[arg(
+        long,
+        default_value = "http://{name}.{namespace}.svc.{clusterDomain}.:{port}"
+    )]
     server_url_template: String,
     /// Seconds, with an `s`.
     #[arg(long, default_value = "300s")]
@@ -53,6 +56,8 @@ async fn main() -> anyhow::Result<()> {
         restart_policy: RestartPolicy::default(),
         clock: Arc::new(SystemClock),
         instance: "peer-kube".into(),
+        health: terdut_actors::runtime::health::Health::default(),
+        faults: terdut_actors::runtime::faults::Faults::default(),
     };
     let mut running = operator::start_with(
         KubeClients::from_client(client.clone()),

@@ -22,7 +22,11 @@ pub async fn start(
         tars.extend(crate::node::tars(dir)?);
     }
     let started = std::time::Instant::now();
-    let cluster = NodeCluster::start(NodeOptions { images: tars }).await?;
+    let cluster = NodeCluster::start(NodeOptions {
+        images: tars,
+        registry: false,
+    })
+    .await?;
     log(&format!(
         "node cluster up in {:.1?} (node logs: {})",
         started.elapsed(),

@@ -106,6 +106,7 @@ async fn scenario(
     let kept = std::env::temp_dir().join(format!("terdut-node-chaos-logs-{}", std::process::id()));
     let mut keeper = LogKeeper::start(&cluster.pod_logs_dir(), "terdut-system_", &kept)?;
     let images = crate::cluster::Images {
+        chart: crate::cluster::helm::ChartSource::Folder,
         operator: deploy.operator_image.clone(),
         standin: "terdut-standin:e2e".into(),
         prometheus: String::new(),

@@ -73,6 +73,7 @@ pub async fn main(
             previous_chart.display()
         ));
         let images = crate::cluster::Images {
+            chart: crate::cluster::helm::ChartSource::Folder,
             operator: previous_image.clone(),
             standin: "terdut-standin:e2e".into(),
             prometheus: String::new(),
