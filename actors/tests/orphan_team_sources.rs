@@ -2,7 +2,8 @@
 //! deleting its alert sources must delete theirs (docs/design.md §5 "Deletion policy"): a live
 //! webhook key with no object left to delete it is what a tenant would not notice. Against the
 //! real kube-apiserver and the stand-in: what the user sees (the team waiting, naming the
-//! sources) and what the server got (the integration deleted, its key dead, the team left).
+//! sources) and what the server got (the integration deleted, its key dead, the team left),
+//! also when the server refuses the deletes for a while and the whole namespace goes.
 
 mod common;
 mod source_fixture;
@@ -11,6 +12,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 use source_fixture::{WAIT, key_live, source, sources, wait_ready_id, wait_webhook};
 use terdut_crds::v1alpha1::TerdutTeam;
+use terdut_standin::FaultRule;
 
 use common::{eventually, server_with_standin, setup};
 
@@ -132,13 +134,40 @@ async fn deleting_the_source_of_an_orphaned_team_deletes_its_integration() {
 
 #[tokio::test]
 async fn deleting_the_namespace_of_an_orphaned_team_deletes_its_sources_integrations() {
-    let (client, standin, ns, _id, key) =
+    let (client, standin, ns, id, key) =
         a_team_with_a_live_source("orphan-ns", NAMESPACE_PORT).await;
+    // The server refuses to delete integrations for a while, so the source's deletion cannot
+    // be over before the team's: an orphaned team that went at once would leave the source
+    // nothing to delete its integration through, and the key live for good.
+    let refusing = standin
+        .admin()
+        .add_fault(
+            &FaultRule::new("DELETE /api/v1/teams/{id}/integrations/{iid}").error_rate(1.0, 503),
+        )
+        .await
+        .unwrap();
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     namespaces
         .delete(&ns, &DeleteParams::default())
         .await
         .unwrap();
+    // Read while the server refuses, judged below: the team once the namespace's deletion
+    // reached it (waiting, or already gone), and then whether its source is still there.
+    let teams: Api<TerdutTeam> = Api::namespaced(client.clone(), &ns);
+    let team_waiting = eventually("the team being deleted", WAIT, || async {
+        match teams.get_opt("payments").await.unwrap() {
+            None => Some(None),
+            Some(t) if t.metadata.deletion_timestamp.is_none() => None,
+            Some(_) => team_ready(&teams)
+                .await
+                .filter(|(_, reason, _)| reason == "DeletionBlocked")
+                .map(Some),
+        }
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let source_waiting = sources(&client, &ns).get_opt("am").await.unwrap().is_some();
+    standin.admin().remove_fault(refusing).await.unwrap();
     eventually(
         "the namespace gone",
         std::time::Duration::from_secs(90),
@@ -152,10 +181,21 @@ async fn deleting_the_namespace_of_an_orphaned_team_deletes_its_sources_integrat
         },
     )
     .await;
+    // What the server got: the integration deleted, its key dead; the team left, as its policy
+    // says.
     assert!(!key_live(&standin, &key).await.0, "the key is still live");
     let state = standin.admin().state().await.unwrap();
     let team = state
         .team_by_external_id(&format!("{ns}/payments"))
         .expect("the orphaned team stays on the server");
     assert!(team.integrations.is_empty(), "{team:?}");
+    // What the user saw meanwhile: the team waiting, naming its source, and the source
+    // staying while its integration could not be deleted.
+    let (_, reason, message) = team_waiting.expect("the team waited for its source");
+    assert_eq!(reason, "DeletionBlocked", "{message}");
+    assert!(message.contains("TerdutAlertSource am"), "{message}");
+    assert!(
+        source_waiting,
+        "the source went while its integration {id} was live"
+    );
 }
