@@ -45,6 +45,10 @@ pub enum Outcome {
     Adopted { team_id: i64 },
     /// `spec.management: ObserveOnly`: this many changes are planned, none made.
     ObserveOnly { changes: usize },
+    /// The server owner's policy does not allow what the spec asks for; why (`tenancy/`).
+    PolicyDenied(String),
+    /// Older teams of the namespace fill the policy's `maxTeams`; why.
+    TeamLimitReached(String),
 }
 
 impl Outcome {
@@ -59,6 +63,8 @@ impl Outcome {
             Self::InvalidSpec(_) => reasons::INVALID_SPEC,
             Self::Adopted { .. } => reasons::ADOPTED,
             Self::ObserveOnly { .. } => reasons::OBSERVE_ONLY,
+            Self::PolicyDenied(_) => reasons::POLICY_DENIED,
+            Self::TeamLimitReached(_) => reasons::TEAM_LIMIT_REACHED,
         }
     }
 
@@ -128,6 +134,7 @@ pub fn desired_status(outcome: &Outcome, i: &StatusInputs<'_>) -> DesiredStatus 
         Outcome::ObserveOnly { changes } => {
             crate::write::shared::observe_only_message(*changes, "team")
         }
+        Outcome::PolicyDenied(why) | Outcome::TeamLimitReached(why) => why.clone(),
     };
     DesiredStatus {
         ready: Some(
@@ -216,8 +223,13 @@ pub fn verdict(
         // the resync.
         | Outcome::Adopted { .. }
         // A user's choice, looked at again at the resync or on a change.
-        | Outcome::ObserveOnly { .. } => Next::Resync,
-        Outcome::TeamNameTaken | Outcome::UnknownUser { .. } => Next::Blocked,
+        | Outcome::ObserveOnly { .. }
+        // The fix is a change of this spec or of the server's (both watched).
+        | Outcome::PolicyDenied(_) => Next::Resync,
+        // Also fixed by another team's deletion, which no event of this team announces.
+        Outcome::TeamNameTaken | Outcome::UnknownUser { .. } | Outcome::TeamLimitReached(_) => {
+            Next::Blocked
+        }
         Outcome::WaitingForServer(_) => Next::Wait,
     };
     let announce = desired

@@ -240,6 +240,11 @@ pub mod reasons {
     pub const UNKNOWN_USER: &str = "UnknownUser";
     pub const INVALID_SPEC: &str = "InvalidSpec";
     pub const ADOPTED: &str = "Adopted";
+    /// The server owner's policy for this namespace does not allow what the spec asks for
+    /// (docs/design.md §4.6 "Policies"); no call is made.
+    pub const POLICY_DENIED: &str = "PolicyDenied";
+    /// Older TerdutTeams of this namespace fill the policy's `maxTeams`; no call is made.
+    pub const TEAM_LIMIT_REACHED: &str = "TeamLimitReached";
     /// `spec.management: ObserveOnly` and changes are planned (`status.plan`), none made.
     pub const OBSERVE_ONLY: &str = "ObserveOnly";
     /// The operator stopped reconciling the object after repeated crashes (docs/design.md §7).
@@ -261,6 +266,8 @@ pub mod reasons {
         (UNKNOWN_USER, Stalled),
         (INVALID_SPEC, Stalled),
         (ADOPTED, Stalled),
+        (POLICY_DENIED, Stalled),
+        (TEAM_LIMIT_REACHED, Stalled),
         (CRASH_LOOPING, Stalled),
     ];
 }
