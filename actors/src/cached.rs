@@ -165,7 +165,7 @@ pub fn bound_status<S: Serialize + DeserializeOwned>(status: &mut Option<S>) {
     if json_len(s) <= STATUS_BUDGET {
         return;
     }
-    let cut = serde_json::to_value(&*s).ok().and_then(|mut v| {
+    let cut = serde_json::to_value(s).ok().and_then(|mut v| {
         cut_value(&mut v);
         (json_len(&v) <= STATUS_BUDGET)
             .then(|| serde_json::from_value::<S>(v).ok())
