@@ -80,6 +80,7 @@ mod tests {
     fn allowed(from: FromNamespaces, selector: Option<LabelSelector>) -> AllowedTeams {
         AllowedTeams {
             namespaces: AllowedNamespaces { from, selector },
+            ..Default::default()
         }
     }
 

@@ -21,6 +21,7 @@ use crate::kind::Written;
 use crate::runtime::events::EventPublisher;
 use crate::runtime::metrics::OperatorMetrics;
 use crate::stores::NamespacedStores;
+use crate::tenancy::attachments::Attachments;
 use crate::url_template;
 
 /// Operator settings (flags of the binary, see docs/configuration.md).
@@ -169,6 +170,9 @@ pub struct Stores {
     /// Always cluster-wide: Namespaces are cluster-scoped, so even the namespaced chart grants
     /// get/list/watch on them (labels only, no secrets).
     pub namespaces: Store<PartialObjectMeta<Namespace>>,
+    /// The cross-namespace TerdutTeams of each server by namespace, oldest first: what a
+    /// policy's `maxTeams` counts (`tenancy/attachments.rs`).
+    pub attachments: Arc<Attachments>,
 }
 
 impl std::fmt::Debug for Stores {

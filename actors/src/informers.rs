@@ -45,6 +45,7 @@ use crate::server::names::{
 };
 use crate::stores::NamespacedStores;
 use crate::supervisor::part::{Incarnation, Part};
+use crate::tenancy::attachments::Attachments;
 use crate::watch_backoff::watch_backoff;
 
 /// Where informer events go: the operator's wiring (`operator.rs`) turns each into what the
@@ -156,12 +157,25 @@ pub fn build(
         &mut tasks,
         object(&routes, Listed::Server, |r, k, o| r.server(k, o)),
     );
-    let teams = watch.kind(
-        mine(),
-        every,
-        &mut tasks,
-        object(&routes, Listed::Team, |r, k, o| r.team(k, o)),
-    );
+    // The teams also fill the attachments a policy's `maxTeams` counts (`tenancy/`).
+    let attachments = Arc::new(Attachments::new(scopes.len()));
+    let teams = {
+        let route = object(&routes, Listed::Team, |r, k, o| r.team(k, o));
+        let counted = attachments.clone();
+        watch.kind(
+            mine(),
+            every,
+            &mut tasks,
+            move |change: Change<TerdutTeam>| {
+                match &change {
+                    Change::Applied(t) => counted.seen(t),
+                    Change::Deleted(t) => counted.gone(&ObjectKey::of(t.as_ref())),
+                    Change::Synced(scope, present) => counted.listed(scope.as_deref(), present),
+                }
+                route(change)
+            },
+        )
+    };
     let sources = watch.kind(
         mine(),
         every,
@@ -228,6 +242,7 @@ pub fn build(
             pdbs,
             secrets,
             namespaces,
+            attachments,
         },
         // Every task is one watch that counts its first complete list once.
         expected: tasks.len(),

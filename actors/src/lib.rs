@@ -25,6 +25,7 @@ pub mod source;
 pub mod stores;
 pub mod supervisor;
 pub mod team;
+pub mod tenancy;
 pub mod tree;
 pub mod url_template;
 pub mod watch_backoff;

@@ -27,7 +27,7 @@ use tracing::debug;
 use crate::context::Ctx;
 use crate::key::ObjectKey;
 use crate::kind::Written;
-use crate::pass_limit::PassLimit;
+use crate::pass_limit::{Lane, PassLimit};
 use crate::pipeline::{Driver, Keepsake, Memory, Pipeline};
 use crate::server::observe::team_server_key;
 use crate::source::Source;
@@ -57,7 +57,16 @@ pub trait ObjectKind: Pipeline {
 
     /// The TerdutServer a pass of `object` works on: its lane of the pass limit, so one
     /// server that never answers cannot hold every slot (`pass_limit.rs`).
-    fn lane(ctx: &Ctx, object: &Self::Object) -> ObjectKey;
+    fn server(ctx: &Ctx, object: &Self::Object) -> ObjectKey;
+
+    /// Its lane of the pass limit: its server, and its namespace within the server's lane,
+    /// so one tenant's passes cannot queue another's behind them (`pass_limit.rs`).
+    fn lane(ctx: &Ctx, object: &Self::Object) -> Lane {
+        Lane::new(
+            Self::server(ctx, object),
+            object.meta().namespace.clone().unwrap_or_default(),
+        )
+    }
 }
 
 impl ObjectKind for Team {
@@ -65,7 +74,7 @@ impl ObjectKind for Team {
         &ctx.stores.teams
     }
 
-    fn lane(_ctx: &Ctx, team: &TerdutTeam) -> ObjectKey {
+    fn server(_ctx: &Ctx, team: &TerdutTeam) -> ObjectKey {
         team_server_key(team)
     }
 }
@@ -77,7 +86,7 @@ impl ObjectKind for Source {
 
     /// The server of its team; a source whose team is not in the cache yet has nothing to
     /// call and shares the lane of all such sources.
-    fn lane(ctx: &Ctx, source: &TerdutAlertSource) -> ObjectKey {
+    fn server(ctx: &Ctx, source: &TerdutAlertSource) -> ObjectKey {
         let ns = source.namespace().unwrap_or_default();
         ctx.stores
             .teams

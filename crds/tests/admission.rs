@@ -357,6 +357,79 @@ async fn selector_iff_from_selector() {
 }
 
 #[tokio::test]
+async fn server_owner_policies_are_checked_at_admission() {
+    let (client, ns) = setup("policy").await;
+    let api = api_for::<TerdutServer>(&client, &ns);
+    let with_policies = |policies: Value| {
+        with(
+            server_spec(),
+            &["allowedTeams"],
+            json!({"namespaces": {"from": "All"}, "policies": policies}),
+        )
+    };
+    let full = with_policies(json!([{
+        "name": "payments",
+        "namespaces": {"names": ["team-payments"]},
+        "maxTeams": 5,
+        "allowed": {
+            "displayNames": ["Payments*"],
+            "users": ["pay-*"],
+            "fallbackTopics": ["payments-*"],
+            "oidcGroups": ["terdut-payments-*"],
+            "deletionPolicies": ["Delete"],
+        },
+    }, {"name": "rest", "namespaces": {"selector": {}}, "maxTeams": 1}]));
+    let stored = dry_run(&api, &obj::<TerdutServer>("full", full))
+        .await
+        .unwrap();
+    assert_eq!(
+        stored.data["spec"]["allowedTeams"]["policies"][1]["allowed"],
+        json!({}),
+        "absent lists allow anything"
+    );
+    let msg = "a policy's namespaces need exactly one of names and selector";
+    for (name, namespaces) in [
+        ("both", json!({"names": ["a"], "selector": {}})),
+        ("neither", json!({})),
+        ("empty-names", json!({"names": []})),
+    ] {
+        let bad = with_policies(json!([{"name": "p", "namespaces": namespaces}]));
+        assert_rejected(&api, &obj::<TerdutServer>(name, bad), msg).await;
+    }
+    let duplicate = with_policies(json!([
+        {"name": "p", "namespaces": {"names": ["a"]}},
+        {"name": "p", "namespaces": {"names": ["b"]}},
+    ]));
+    assert_rejected(
+        &api,
+        &obj::<TerdutServer>("dup", duplicate),
+        "Duplicate value",
+    )
+    .await;
+    let negative =
+        with_policies(json!([{"name": "p", "namespaces": {"names": ["a"]}, "maxTeams": -1}]));
+    assert_rejected(&api, &obj::<TerdutServer>("neg", negative), "maxTeams").await;
+    let bad_name = with_policies(json!([{"name": "Not A Label", "namespaces": {"names": ["a"]}}]));
+    assert_rejected(&api, &obj::<TerdutServer>("badname", bad_name), "name").await;
+    let bad_policy = with_policies(json!([{"name": "p", "namespaces": {"names": ["a"]},
+        "allowed": {"deletionPolicies": ["Keep"]}}]));
+    assert_rejected(
+        &api,
+        &obj::<TerdutServer>("badpolicy", bad_policy),
+        "supported values: \"Delete\", \"Orphan\"",
+    )
+    .await;
+    let empty_pattern = with_policies(json!([{"name": "p", "namespaces": {"names": ["a"]},
+        "allowed": {"users": [""]}}]));
+    assert_rejected(
+        &api,
+        &obj::<TerdutServer>("emptypat", empty_pattern),
+        "users",
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn oidc_enabled_needs_its_settings() {
     let (client, ns) = setup("oidc").await;
     let api = api_for::<TerdutServer>(&client, &ns);

@@ -44,6 +44,9 @@ impl Drop for SecretString {
     }
 }
 
+/// Says so to the type system: [`SecretString`] wipes its value when it is dropped.
+impl zeroize::ZeroizeOnDrop for SecretString {}
+
 impl fmt::Debug for SecretString {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(REDACTED)
@@ -97,6 +100,26 @@ mod tests {
             format!("Some(\n    {REDACTED},\n)")
         );
         assert!(s.expose().starts_with("tdsa_"));
+    }
+
+    /// Every kind of key material the operator holds is this one type, which wipes its value
+    /// when dropped (the operator key had a type of its own, neither shared nor wiped).
+    #[test]
+    fn every_key_is_the_one_type_that_is_wiped_when_dropped() {
+        use std::any::TypeId;
+        fn wiped_on_drop<T: zeroize::ZeroizeOnDrop>() {}
+        wiped_on_drop::<SecretString>();
+        for (name, id) in [
+            ("OperatorKey", TypeId::of::<OperatorKey>()),
+            ("IntegrationKey", TypeId::of::<IntegrationKey>()),
+            ("WebhookUrl", TypeId::of::<WebhookUrl>()),
+            (
+                "server::key::OperatorKeyValue",
+                TypeId::of::<crate::server::key::OperatorKeyValue>(),
+            ),
+        ] {
+            assert_eq!(id, TypeId::of::<SecretString>(), "{name}");
+        }
     }
 
     #[test]

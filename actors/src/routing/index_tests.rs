@@ -28,6 +28,7 @@ fn server(generation: i64) -> ServerFacts {
                     ..Default::default()
                 }),
             },
+            ..Default::default()
         },
     }
 }

@@ -3,6 +3,10 @@
 //!
 //! - 404 is success; 409 open incidents keeps the finalizer, publishes a Warning and retries
 //!   with backoff, as does any other failure: the finalizer is never removed early.
+//! - `deletionPolicy: Orphan` leaves the team on the server, unless the server owner's
+//!   policy for the namespace forbids it (docs/design.md §4.6 "Policies"): then the team is
+//!   deleted there like any other, with an `OrphanNotAllowed` Warning, so a tenant cannot
+//!   squat a display name by orphaning a team and deleting the object.
 //! - Consent is not asked: "consent gates what the operator starts acting on, not whether it
 //!   may clean up after itself".
 //! - **A TerdutServer that no longer exists** (absent from the cache and confirmed by a live
@@ -37,8 +41,10 @@
 //!   `external_id` is answered 200 before names are compared). That POST is a create call: a
 //!   server that does not (or no longer) accepts the namespace never gets one (a tenant could
 //!   otherwise create rows on it, and learn which display names exist there, by deleting a
-//!   refused TerdutTeam carrying a self-added finalizer). Then the finalizer is released with
-//!   a `TeamLeftOnServer` Warning saying what may be left there.
+//!   refused TerdutTeam carrying a self-added finalizer), and neither does a team the server
+//!   owner's policy does not admit (its display name is never created, not even to be deleted
+//!   again). Then the finalizer is released with a `TeamLeftOnServer` Warning saying what may
+//!   be left there.
 
 use kube::ResourceExt;
 use kube::api::Api;
@@ -57,6 +63,7 @@ use crate::error::ReconcileError;
 use crate::key::ObjectKey;
 use crate::pipeline::{Finalized, Next, Pass};
 use crate::server::observe::team_server_key;
+use crate::tenancy::{self, decide::Admission};
 use crate::write::{events, finalizer};
 
 /// Waiting with backoff, status as it is.
@@ -82,8 +89,24 @@ pub async fn finalize(
     }
     let key = ObjectKey::of(team);
     let server = team_server_key(team);
-    // docs/design.md §5 "Deletion policy": no call to the server at all.
-    if team.spec.deletion_policy == DeletionPolicy::Orphan {
+    // docs/design.md §5 "Deletion policy": no call to the server at all, unless the server
+    // owner's policy forbids leaving the team behind (§4.6 "Policies"): then it is deleted.
+    let (policy, decided_by) = tenancy::deletion_policy(ctx, team, &server);
+    if let Some(by) = decided_by {
+        events::warn_once(
+            ctx,
+            team,
+            warned,
+            "OrphanNotAllowed",
+            "Delete",
+            format!(
+                "spec.deletionPolicy is Orphan, which policy {by:?} of TerdutServer {server} \
+                 (spec.allowedTeams.policies) does not allow: the team is deleted on the server"
+            ),
+        )
+        .await;
+    }
+    if policy == DeletionPolicy::Orphan {
         let sources: Api<TerdutAlertSource> = Api::namespaced(ctx.kube.clone(), &key.namespace);
         let listed = sources.list(&Default::default()).await.map_err(|e| {
             ReconcileError::kube(
@@ -205,7 +228,23 @@ pub async fn finalize(
         return Ok(Finalized::Released);
     }
     let known = team.status.as_ref().and_then(|s| s.team_id).or(remembered);
-    let accepted = consent == Consent::Allowed;
+    // The lookup by external_id is a create call: made only for a team the server accepts
+    // and its owner's policy admits, so a refused display name is never created on the server,
+    // not even to be deleted again (docs/design.md §4.6 "Policies").
+    let refused = if consent != Consent::Allowed {
+        Some(format!(
+            "TerdutServer {server} does not accept TerdutTeams from namespace {}",
+            key.namespace
+        ))
+    } else {
+        match tenancy::admit_team(ctx, team, &server) {
+            Admission::Admitted => None,
+            Admission::NotAllowed(why) | Admission::OverLimit(why) => Some(why),
+            // Still counting: which teams the limit admits is known in a moment.
+            Admission::Uncounted => return Ok(wait()),
+        }
+    };
+    let accepted = refused.is_none();
     let made = made_by_this_object(ctx, team).await?;
     let looked_up = if made {
         ours(&client, team, known, &external_id(&key), accepted).await
@@ -227,12 +266,11 @@ pub async fn finalize(
                 "TeamLeftOnServer",
                 "Delete",
                 format!(
-                    "TerdutServer {server} does not accept TerdutTeams from namespace {} and no \
-                     team id it confirms as {} is known, so nothing was looked up or deleted \
-                     there (the only lookup by external_id is a create call, which a server that \
-                     does not accept the namespace never gets); released the finalizer. If such a \
-                     team exists on the server, delete it there by hand",
-                    key.namespace,
+                    "{} and no team id it confirms as {} is known, so nothing was looked up or \
+                     deleted there (the only lookup by external_id is a create call, which a \
+                     team the server does not accept never makes); released the finalizer. If \
+                     such a team exists on the server, delete it there by hand",
+                    refused.unwrap_or_default(),
                     external_id(&key)
                 ),
             )

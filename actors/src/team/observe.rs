@@ -3,7 +3,8 @@
 //! its actor has a client the server accepts), and the team as the server has it.
 //!
 //! Consent is asked before anything touches the server, so a revoked consent stops every
-//! call, reads included, and leaves the team on the server as it is (§4.6).
+//! call, reads included, and leaves the team on the server as it is (§4.6); so is the server
+//! owner's policy for the namespace (`tenancy/`, §4.6 "Policies").
 //!
 //! **What is read to see drift**: `GET /teams/{id}`, `GET .../escalation` and
 //! `GET .../deadman-switches` — three reads, no write. With a known id the team is read with
@@ -36,6 +37,7 @@ use crate::error::ReconcileError;
 use crate::key::ObjectKey;
 use crate::pipeline::Pass;
 use crate::server::observe::team_server_key;
+use crate::tenancy::{self, decide::Admission};
 use crate::tree::Credentials;
 use crate::write::finalizer;
 
@@ -105,6 +107,18 @@ pub async fn observe(
         Ok((client, _allowed)) => client,
         Err(outcome) => return stopped(outcome),
     };
+    // The server owner's policy for this namespace, before any call (docs/design.md §4.6).
+    match tenancy::admit_team(pass.ctx, team, &server) {
+        Admission::Admitted => {}
+        Admission::NotAllowed(why) => return stopped(Outcome::PolicyDenied(why)),
+        Admission::OverLimit(why) => return stopped(Outcome::TeamLimitReached(why)),
+        Admission::Uncounted => {
+            return stopped(Outcome::WaitingForServer(format!(
+                "the TerdutTeams of this namespace on TerdutServer {server} are still being \
+                 counted for its policy's maxTeams; retrying"
+            )));
+        }
+    }
     // The id a pass declined is looked at by GET, so a declined team costs no write.
     let known = match team_id.or(memory.declined) {
         Some(id) => match known_team(&client, id, &desired.external_id).await {

@@ -50,6 +50,10 @@ pub enum Outcome {
     ServerNotReconciled(String),
     /// Being deleted and waiting; what for.
     DeletionBlocked(String),
+    /// The server owner's policy does not allow what the spec asks for; why (`tenancy/`).
+    PolicyDenied(String),
+    /// Older teams of the namespace fill the policy's `maxTeams`; why.
+    TeamLimitReached(String),
 }
 
 impl Outcome {
@@ -66,6 +70,8 @@ impl Outcome {
             Self::ObserveOnly { .. } => reasons::OBSERVE_ONLY,
             Self::ServerNotReconciled(_) => reasons::SERVER_NOT_RECONCILED,
             Self::DeletionBlocked(_) => reasons::DELETION_BLOCKED,
+            Self::PolicyDenied(_) => reasons::POLICY_DENIED,
+            Self::TeamLimitReached(_) => reasons::TEAM_LIMIT_REACHED,
         }
     }
 
@@ -142,6 +148,7 @@ pub fn desired_status(outcome: &Outcome, i: &StatusInputs<'_>) -> DesiredStatus 
              labelled, or fix spec.serverRef)"
         ),
         Outcome::DeletionBlocked(why) => why.clone(),
+        Outcome::PolicyDenied(why) | Outcome::TeamLimitReached(why) => why.clone(),
     };
     DesiredStatus {
         ready: Some(
@@ -232,9 +239,15 @@ pub fn verdict(
         // A user's choice, looked at again at the resync or on a change.
         | Outcome::ObserveOnly { .. }
         // A relabel of the server or of this object is a watch event.
-        | Outcome::ServerNotReconciled(_) => Next::Resync,
+        | Outcome::ServerNotReconciled(_)
+        // The fix is a change of this spec or of the server's (both watched).
+        | Outcome::PolicyDenied(_) => Next::Resync,
         Outcome::DeletionBlocked(_) => Next::Wait,
-        Outcome::TeamNameTaken | Outcome::UnknownUser { .. } => Next::Blocked,
+        // TeamLimitReached is also fixed by another team's deletion, which no event of this
+        // team announces.
+        Outcome::TeamNameTaken | Outcome::UnknownUser { .. } | Outcome::TeamLimitReached(_) => {
+            Next::Blocked
+        }
         Outcome::WaitingForServer(_) => Next::Wait,
     };
     let announce = desired

@@ -8,6 +8,7 @@ pub mod conditions;
 pub mod policy;
 pub mod server;
 pub mod team;
+pub mod tenant_policy;
 
 pub use alert_source::{
     AlertSourceKind, TerdutAlertSource, TerdutAlertSourceSpec, TerdutAlertSourceStatus,
@@ -16,6 +17,7 @@ pub use common::{AppliedChanges, LocalObjectRef, SecretKeyRef};
 pub use policy::{DeletionPolicy, Management};
 pub use server::{TerdutServer, TerdutServerSpec, TerdutServerStatus};
 pub use team::{TerdutTeam, TerdutTeamSpec, TerdutTeamStatus};
+pub use tenant_policy::{AllowedValues, PolicyNamespaces, TeamPolicy};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSON, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{AppliedChanges, SecretKeyRef};
 use super::policy::Management;
+use super::tenant_policy::TeamPolicy;
 use crate::GoDuration;
 
 /// The image terdut-server runs by default; a `tag` is always required so nothing floats.
@@ -407,15 +408,21 @@ fn default_session_max_age() -> GoDuration {
     GoDuration::from("12h")
 }
 
-/// Consent for cross-namespace TerdutTeams, shaped like Gateway API's
-/// `Gateway.spec.allowedListeners`.
-// docs/design.md §4.6
+/// Consent for cross-namespace TerdutTeams (docs/design.md §4.6), shaped like Gateway API's
+/// `Gateway.spec.allowedListeners`, and what the teams of each admitted namespace may do.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AllowedTeams {
     /// The namespaces whose TerdutTeams may attach.
     #[serde(default)]
     pub namespaces: AllowedNamespaces,
+    /// Per-namespace rules for the admitted TerdutTeams of other namespaces, in order: the
+    /// first whose `namespaces` match applies; a namespace no policy matches is not restricted
+    /// (docs/design.md §4.6 "Policies").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub policies: Vec<TeamPolicy>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -258,6 +258,11 @@ pub mod reasons {
     /// Being deleted, and waiting for something before the finalizer can go (the message says
     /// what: e.g. alert sources whose integrations would otherwise stay live).
     pub const DELETION_BLOCKED: &str = "DeletionBlocked";
+    /// The server owner's policy for this namespace does not allow what the spec asks for
+    /// (docs/design.md §4.6 "Policies"); no call is made.
+    pub const POLICY_DENIED: &str = "PolicyDenied";
+    /// Older TerdutTeams of this namespace fill the policy's `maxTeams`; no call is made.
+    pub const TEAM_LIMIT_REACHED: &str = "TeamLimitReached";
     /// `spec.management: ObserveOnly` and changes are planned (`status.plan`), none made.
     pub const OBSERVE_ONLY: &str = "ObserveOnly";
     /// The operator stopped reconciling the object after repeated crashes (docs/design.md §7).
@@ -281,6 +286,8 @@ pub mod reasons {
         (UNKNOWN_USER, Stalled),
         (INVALID_SPEC, Stalled),
         (ADOPTED, Stalled),
+        (POLICY_DENIED, Stalled),
+        (TEAM_LIMIT_REACHED, Stalled),
         (CRASH_LOOPING, Stalled),
     ];
 }
