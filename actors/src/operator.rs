@@ -140,6 +140,29 @@ impl RunningOperator {
     }
 }
 
+/// How long routing waits for the informers' first lists: a watch refused for good (a
+/// namespace the RBAC does not cover) must not keep every other object from reconciling.
+const SYNC_GATE: Duration = Duration::from_secs(60);
+
+async fn sync_gate(mut synced: tokio::sync::watch::Receiver<usize>, expected: usize) {
+    let listed = synced.wait_for(|n| *n >= expected);
+    if tokio::time::timeout(SYNC_GATE, listed).await.is_err() {
+        tracing::warn!(
+            waited = ?SYNC_GATE,
+            "not every informer has listed yet; reconciling from the caches as they are"
+        );
+    }
+}
+
+/// Aborts the task when dropped (the writer goes with the task that runs it).
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Turns what the informers saw into what the routing index takes: the few facts routing
 /// reads of each object, and whether a version is the operator's own write.
 struct Translate {
@@ -399,17 +422,25 @@ pub async fn start_with(
         (),
     )
     .await?;
-    let writer_task = writer::spawn(
-        inbox,
-        Outlets {
-            root: Box::new(Root(servers.clone())),
-            holding: holding.clone(),
-            registry: registry.clone(),
-            stores: informers.stores.clone(),
-            children: children == ChildRuntime::Actors,
-            scoped: selectors.namespaces.is_some(),
-        },
-    );
+    let outlets = Outlets {
+        root: Box::new(Root(servers.clone())),
+        holding: holding.clone(),
+        registry: registry.clone(),
+        stores: informers.stores.clone(),
+        children: children == ChildRuntime::Actors,
+        scoped: selectors.namespaces.is_some(),
+    };
+    // Routing starts once every informer has listed, as controller-runtime starts its
+    // workers after WaitForCacheSync; events wait in the writer's inbox meanwhile. A pass
+    // before that judges from partial caches (a source's team not listed yet, a namespace's
+    // labels unknown) and writes a Ready=False that a moment later is taken back: on every
+    // start of a leader, for every object (docs/upgrade.md).
+    let gate = sync_gate(informers.synced.clone(), informers.expected);
+    let writer_task = tokio::spawn(async move {
+        gate.await;
+        let mut writer = AbortOnDrop(writer::spawn(inbox, outlets));
+        let _ = (&mut writer.0).await;
+    });
 
     let mut tasks: Vec<JoinHandle<()>> = informers.tasks.into_iter().map(tokio::spawn).collect();
     tasks.push(writer_task);

@@ -8,6 +8,7 @@ pub mod exposition;
 pub mod heap_stats;
 pub mod http;
 pub mod leader;
+pub mod leader_pod;
 pub mod metrics;
 pub mod shutdown;
 pub mod telemetry;
