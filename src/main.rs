@@ -17,6 +17,7 @@ use terdut_actors::runtime::heap_stats::{self, HeapMetrics};
 use terdut_actors::runtime::hook_http;
 use terdut_actors::runtime::http::{self, Readiness};
 use terdut_actors::runtime::leader::{LeaderElector, LeaseTimings};
+use terdut_actors::runtime::leader_pod;
 use terdut_actors::runtime::{shutdown, telemetry};
 use terdut_actors::supervisor::RestartPolicy;
 use tokio::sync::watch;
@@ -135,6 +136,15 @@ async fn main() -> anyhow::Result<()> {
     standby.abort();
     readiness.set_leader(true);
     metrics.operator.set_leader(true);
+    // The leader's pod goes last in a rolling update (actors/src/runtime/leader_pod.rs); only in
+    // a pod the chart made, which sets both (the local runs' replicas have no pod). In the
+    // background: a slow kube-apiserver must not hold up leading.
+    if let (Ok(pod), Ok(ns)) = (std::env::var("POD_NAME"), std::env::var("POD_NAMESPACE"))
+        && cli.leader_elect
+    {
+        let client = client.clone();
+        tokio::spawn(async move { leader_pod::mark(&client, &ns, &pod).await });
+    }
 
     let opts = StartOptions {
         config,

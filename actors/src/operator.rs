@@ -202,6 +202,20 @@ impl RunningOperator {
     }
 }
 
+/// How long routing waits for the informers' first lists: a watch refused for good (a
+/// namespace the RBAC does not cover) must not keep every other object from reconciling.
+const SYNC_GATE: Duration = Duration::from_secs(60);
+
+async fn sync_gate(mut synced: tokio::sync::watch::Receiver<usize>, expected: usize) {
+    let listed = synced.wait_for(|n| *n >= expected);
+    if tokio::time::timeout(SYNC_GATE, listed).await.is_err() {
+        tracing::warn!(
+            waited = ?SYNC_GATE,
+            "not every informer has listed yet; reconciling from the caches as they are"
+        );
+    }
+}
+
 /// Turns what the informers saw into what the routing index takes: the few facts routing
 /// reads of each object, and whether a version is the operator's own write.
 struct Translate {
@@ -592,7 +606,22 @@ pub async fn start_with(
             scoped: selectors.namespaces.is_some(),
         },
     );
-    parts.push(tokio::spawn(supervise(writer_part, env.clone())));
+    // Routing starts once every informer has listed, as controller-runtime starts its
+    // workers after WaitForCacheSync; events wait in the writer's inbox meanwhile. A pass
+    // before that judges from partial caches (a source's team not listed yet, a namespace's
+    // labels unknown) and writes a Ready=False that a moment later is taken back: on every
+    // start of a leader, for every object (docs/upgrade.md, ADR 0018). The watchdog starts
+    // with the writer: before the gate opens, an unanswered ping is no stall.
+    let gate = futures::FutureExt::shared(sync_gate(informers.synced.clone(), informers.expected));
+    parts.push(tokio::spawn({
+        let (gate, env, stop) = (gate.clone(), env.clone(), stop.clone());
+        async move {
+            tokio::select! {
+                () = gate => supervise(writer_part, env).await,
+                () = stop.cancelled() => {}
+            }
+        }
+    }));
     // The objects gauge, from the caches this leader fills (docs/observability.md).
     let census_ctx = ctx.clone();
     parts.push(tokio::spawn(supervise(
@@ -634,12 +663,16 @@ pub async fn start_with(
             }),
         },
     ];
-    parts.push(tokio::spawn(watchdog::run(
-        probes,
-        opts.health.clone(),
-        opts.config.stall_after,
-        stop.clone(),
-    )));
+    parts.push(tokio::spawn({
+        let (health, stall_after, stop) =
+            (opts.health.clone(), opts.config.stall_after, stop.clone());
+        async move {
+            tokio::select! {
+                () = gate => watchdog::run(probes, health, stall_after, stop).await,
+                () = stop.cancelled() => {}
+            }
+        }
+    }));
     let claims_kube = ctx.kube.clone();
     let claims_namespace = ctx.config.operator_namespace.clone();
     parts.push(tokio::spawn(supervise(

@@ -12,6 +12,7 @@ pub mod heap_stats;
 pub mod hook_http;
 pub mod http;
 pub mod leader;
+pub mod leader_pod;
 pub mod metrics;
 pub mod shutdown;
 pub mod telemetry;

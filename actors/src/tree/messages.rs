@@ -47,6 +47,9 @@ pub enum ServerMsg {
     },
     /// The worker's pass panicked: the actor fails, and its supervisor restarts it.
     PassPanicked(String),
+    /// The first pass of this incarnation is taking long: the questions held for it are
+    /// answered with what the actor has now (`tree/server.rs`, `HOLD_LIMIT`).
+    AnswerHeld,
     /// A child asks for the API client of this server and whether objects of its namespace
     /// may attach (docs/design.md §4.6).
     Access {
@@ -73,6 +76,7 @@ impl std::fmt::Debug for ServerMsg {
             Self::Resync => f.write_str("Resync"),
             Self::PassDone { next, .. } => write!(f, "PassDone({next:?})"),
             Self::PassPanicked(_) => f.write_str("PassPanicked"),
+            Self::AnswerHeld => f.write_str("AnswerHeld"),
             Self::Access { namespace, .. } => write!(f, "Access({namespace})"),
             Self::DataLost => f.write_str("DataLost"),
             Self::Children(m) => write!(f, "Children({m:?})"),

@@ -1,7 +1,8 @@
 //! The actor of one TerdutServer (docs/design.md §4.1, §6, §7): it owns the server's operator
 //! key, Deployment and API client, supervises the actors of the TerdutTeams and
 //! TerdutAlertSources it accepts (ADR 0008), and answers their questions (credentials,
-//! consent) from its state, at once.
+//! consent) from its state, at once; a new incarnation holds them for its first pass, at
+//! most [`HOLD_LIMIT`], so that a handover does not tell a child "no operator key yet".
 //!
 //! Its own passes never run inside its message loop: a `Reconcile` hands the pass (and the
 //! pipeline's memory) to a worker task, which reports back with `PassDone`; a nudge that
@@ -19,7 +20,7 @@ use std::time::Duration;
 
 use futures::FutureExt as _;
 use kube::runtime::reflector::ObjectRef;
-use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use terdut_crds::v1alpha1::TerdutServer;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -27,7 +28,7 @@ use tracing::{debug, info};
 
 use super::children::{ChildSetup, Children};
 use super::messages::{ChildrenMsg, ServerMsg};
-use super::parent::{Access, Credentials, Parent, consent_from_caches};
+use super::parent::{Access, CALL_TIMEOUT, Credentials, Parent, consent_from_caches};
 use super::writer::{HostRef, Registry, Writer};
 use crate::key::ObjectKey;
 use crate::kind::Kind;
@@ -39,6 +40,13 @@ use crate::supervisor::{ChildContext, ChildFactory, ChildMsg};
 /// At most one data-lost fan-out per server in this long: every child that passes finds the
 /// same loss, and 10,000 teams each nudging 10,000 would be 10^8 messages.
 const DATA_LOST_QUIET: Duration = Duration::from_secs(10);
+
+/// How long a new incarnation holds its children's questions for its first pass (below). A
+/// first pass that takes longer (a server that does not answer) must not make them wait
+/// for [`CALL_TIMEOUT`]: a child whose question times out hears "restarting", which reads
+/// as a refusal; they hear the actor's state as it is instead.
+const HOLD_LIMIT: Duration = Duration::from_secs(3);
+const _: () = assert!(HOLD_LIMIT.as_millis() < CALL_TIMEOUT.as_millis());
 
 /// The desired state the supervisor hands the actor. Equal when the object did not change in
 /// a way that should reset a crash-looping actor: uid, generation and annotations (its own
@@ -105,6 +113,11 @@ pub struct ServerState {
     /// What the children get when they ask, and its fingerprint.
     credentials: Credentials,
     published: Option<String>,
+    /// Children's questions held until this incarnation's first pass is done, at most
+    /// [`HOLD_LIMIT`] (`None` after): answered before it, they would hear "no operator key
+    /// yet" and write Ready=False for a server that is fine, on every leader handover and
+    /// restart (docs/adr/0018-upgrades-that-change-nothing.md).
+    held: Option<Vec<(String, RpcReplyPort<Access>)>>,
     /// The team and alert-source actors this server accepts.
     children: Children<ServerMsg>,
     /// When the last data-lost fan-out ran.
@@ -152,6 +165,8 @@ impl Actor for ServerActor {
         child: ChildContext<ServerSpec>,
     ) -> Result<ServerState, ActorProcessingErr> {
         let key = child.key().clone();
+        // Not kept: a message to an incarnation that is gone goes nowhere.
+        drop(myself.send_after(HOLD_LIMIT, || ServerMsg::AnswerHeld));
         self.factory.registry.insert(key.clone(), myself.clone());
         self.factory
             .writer
@@ -172,6 +187,7 @@ impl Actor for ServerActor {
                 "TerdutServer {key} has no operator key yet"
             )),
             published: None,
+            held: Some(vec![]),
             children,
             data_lost_at: None,
         })
@@ -211,6 +227,7 @@ impl Actor for ServerActor {
             ServerMsg::PassDone { memory, next } => {
                 state.worker = None;
                 self.publish(state, &memory);
+                self.answer_held(state);
                 state.memory = Some(memory);
                 if std::mem::take(&mut state.again) {
                     self.start_pass(&myself, state);
@@ -228,13 +245,11 @@ impl Actor for ServerActor {
                 )
                 .into());
             }
-            ServerMsg::Access { namespace, reply } => {
-                let consent = consent_from_caches(&self.driver.ctx, state.child.key(), &namespace);
-                let _ = reply.send(Access {
-                    consent,
-                    credentials: state.credentials.clone(),
-                });
-            }
+            ServerMsg::AnswerHeld => self.answer_held(state),
+            ServerMsg::Access { namespace, reply } => match &mut state.held {
+                Some(held) => held.push((namespace, reply)),
+                None => self.answer(state, namespace, reply),
+            },
             ServerMsg::DataLost => {
                 let now = Instant::now();
                 if state
@@ -300,6 +315,21 @@ impl ServerActor {
             };
             let _ = me.send_message(msg);
         }));
+    }
+
+    /// Answers the questions held for the first pass, and every later one at once.
+    fn answer_held(&self, state: &mut ServerState) {
+        for (namespace, reply) in state.held.take().unwrap_or_default() {
+            self.answer(state, namespace, reply);
+        }
+    }
+
+    fn answer(&self, state: &ServerState, namespace: String, reply: RpcReplyPort<Access>) {
+        let consent = consent_from_caches(&self.driver.ctx, state.child.key(), &namespace);
+        let _ = reply.send(Access {
+            consent,
+            credentials: state.credentials.clone(),
+        });
     }
 
     /// Takes what the pass published for the children; when it changed, they are nudged

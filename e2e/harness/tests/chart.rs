@@ -413,6 +413,8 @@ async fn the_chart_service_account_is_refused_what_the_operator_never_does() {
             "update",
             Some("terdut-operator"),
         ),
+        // The leader's own pod-deletion-cost (actors/src/runtime/leader_pod.rs).
+        ("", "pods", "patch", Some("x")),
     ] {
         assert!(
             allowed(&client, &user, &ns, p).await,
@@ -438,6 +440,8 @@ async fn the_chart_service_account_is_refused_what_the_operator_never_does() {
         ("", "namespaces", "get", Some("x")),
         ("", "configmaps", "list", None),
         ("", "pods", "create", None),
+        ("", "pods", "get", Some("x")),
+        ("", "pods", "delete", Some("x")),
         ("coordination.k8s.io", "leases", "list", None),
         (
             "coordination.k8s.io",

@@ -74,7 +74,11 @@ pub struct PeersArgs {
 
 impl PeersArgs {
     fn peers(&self) -> anyhow::Result<Vec<Peer>> {
-        self.peers.split(',').filter(|s| !s.is_empty()).map(Peer::parse).collect()
+        self.peers
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(Peer::parse)
+            .collect()
     }
 
     fn window(&self) -> Duration {
@@ -123,7 +127,11 @@ pub async fn run(cp: &'static ControlPlane, args: &PeersArgs) -> anyhow::Result<
             "round {} of {}: {}",
             round + 1,
             args.rounds,
-            order.iter().map(|p| p.label()).collect::<Vec<_>>().join(", ")
+            order
+                .iter()
+                .map(|p| p.label())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
         let floor = scenarios::floors(cp, &client, args).await?;
         for &peer in &order {
@@ -136,7 +144,11 @@ pub async fn run(cp: &'static ControlPlane, args: &PeersArgs) -> anyhow::Result<
     }
     results["runs"] = Value::Array(runs);
     let mut shards = Vec::new();
-    for n in args.shards.split(',').filter_map(|s| s.trim().parse::<usize>().ok()) {
+    for n in args
+        .shards
+        .split(',')
+        .filter_map(|s| s.trim().parse::<usize>().ok())
+    {
         super::say(&format!("shards: {n} instances of (a) with --selector"));
         shards.push(
             scenarios::shards(cp, &client, &launch, args, n)

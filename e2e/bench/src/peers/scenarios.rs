@@ -33,7 +33,11 @@ pub struct Floors {
     pub list_ms: f64,
 }
 
-pub async fn floors(cp: &ControlPlane, client: &kube::Client, args: &PeersArgs) -> anyhow::Result<Floors> {
+pub async fn floors(
+    cp: &ControlPlane,
+    client: &kube::Client,
+    args: &PeersArgs,
+) -> anyhow::Result<Floors> {
     let ns = cp.namespace(client, "floor").await?;
     let t0 = Instant::now();
     create_all(client, &ns, args, 1, None).await?;
@@ -47,8 +51,14 @@ pub async fn floors(cp: &ControlPlane, client: &kube::Client, args: &PeersArgs) 
     b?;
     let list_ms = ms(t1.elapsed());
     delete_namespace(client, &ns).await;
-    crate::say(&format!("floors: {} creates alone {creates_ms:.0} ms, list {list_ms:.0} ms", 2 * args.objects));
-    Ok(Floors { creates_ms, list_ms })
+    crate::say(&format!(
+        "floors: {} creates alone {creates_ms:.0} ms, list {list_ms:.0} ms",
+        2 * args.objects
+    ));
+    Ok(Floors {
+        creates_ms,
+        list_ms,
+    })
 }
 
 async fn delete_namespace(client: &kube::Client, ns: &str) {
@@ -127,7 +137,15 @@ async fn servers(
                 .await?;
         }
         standins.push(
-            fixtures::server_with_standin_labelled(client, ns, &name, port, args.latency_ms, labels(i)).await?,
+            fixtures::server_with_standin_labelled(
+                client,
+                ns,
+                &name,
+                port,
+                args.latency_ms,
+                labels(i),
+            )
+            .await?,
         );
     }
     Ok(standins)
@@ -208,15 +226,29 @@ fn percentiles(mut v: Vec<f64>) -> Value {
     json!({"n": v.len(), "p50_ms": rank(0.5), "p99_ms": rank(0.99), "max_ms": rank(1.0)})
 }
 
-async fn wait_started(peer: &mut Running, standins: &[terdut_standin::Handle], audit_len: &dyn Fn() -> u64) -> anyhow::Result<()> {
+async fn wait_started(
+    peer: &mut Running,
+    standins: &[terdut_standin::Handle],
+    audit_len: &dyn Fn() -> u64,
+) -> anyhow::Result<()> {
     // Up when it has listed (its first audited requests) and gone quiet.
     let deadline = Instant::now() + Duration::from_secs(120);
     while audit_len() == 0 || !peer.alive() {
         anyhow::ensure!(peer.alive(), "peer ({}) exited at start", peer.peer.label());
-        anyhow::ensure!(Instant::now() < deadline, "peer ({}) made no request", peer.peer.label());
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "peer ({}) made no request",
+            peer.peer.label()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    wait_quiet(standins, audit_len, Duration::from_secs(3), Duration::from_secs(60)).await;
+    wait_quiet(
+        standins,
+        audit_len,
+        Duration::from_secs(3),
+        Duration::from_secs(60),
+    )
+    .await;
     Ok(())
 }
 
@@ -242,7 +274,8 @@ pub async fn run_peer(
     let objects = 2 * n;
     let latency = args.latency_ms as f64;
     let tag = format!("r{round}");
-    let mut out = json!({"peer": peer.label(), "round": round, "namespace": ns, "loadavg": crate::loadavg()});
+    let mut out =
+        json!({"peer": peer.label(), "round": round, "namespace": ns, "loadavg": crate::loadavg()});
 
     // (a) and (b) make the key Secrets (their server actors), so they run before the servers.
     let (running, standins) = if peer.has_server_actors() {
@@ -279,15 +312,25 @@ pub async fn run_peer(
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
         let (teams_at, sources_at) = ready.instants();
-        let last = teams_at.values().chain(sources_at.values()).max().copied().unwrap_or(t0);
+        let last = teams_at
+            .values()
+            .chain(sources_at.values())
+            .max()
+            .copied()
+            .unwrap_or(t0);
         let total_ms = ms(last.saturating_duration_since(t0));
         let lat: Vec<f64> = teams_at
             .iter()
             .chain(sources_at.iter())
             .filter_map(|(k, at)| sent.get(k).map(|s| ms(at.saturating_duration_since(*s))))
             .collect();
-        let (quiet_wall, _, quiet) =
-            wait_quiet(&standins, &audit_len, Duration::from_secs(5), Duration::from_secs(300)).await;
+        let (quiet_wall, _, quiet) = wait_quiet(
+            &standins,
+            &audit_len,
+            Duration::from_secs(5),
+            Duration::from_secs(300),
+        )
+        .await;
         let cpu = running.cpu_secs() - cpu0;
         let c = calls(&standins).await;
         let req = audit.requests(w0, quiet_wall + Duration::from_millis(1))?;
@@ -326,7 +369,11 @@ pub async fn run_peer(
         let cpu = running.cpu_secs() - cpu0;
         let c = calls(&standins).await;
         let terdut: u64 = c.values().sum();
-        let terdut_writes: u64 = c.iter().filter(|(l, _)| !l.starts_with("GET ")).map(|(_, v)| v).sum();
+        let terdut_writes: u64 = c
+            .iter()
+            .filter(|(l, _)| !l.starts_with("GET "))
+            .map(|(_, v)| v)
+            .sum();
         let req = audit.requests(w0, SystemTime::now())?;
         out["steady"] = json!({
             "window_s": elapsed.as_secs_f64().round(), "resync_s": args.resync_secs,
@@ -355,15 +402,28 @@ pub async fn run_peer(
             let before: u64 = calls(&standins).await.values().sum();
             let t0 = Instant::now();
             let patched = teams
-                .patch(&name, &PatchParams::default(), &Patch::Merge(json!({"spec": {"displayName": format!("Team {i} edit {round}.{k}")}})))
+                .patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(
+                        json!({"spec": {"displayName": format!("Team {i} edit {round}.{k}")}}),
+                    ),
+                )
                 .await?;
             let generation = patched.metadata.generation.unwrap_or(0);
-            if ready.team_ready_at(&name, generation, Duration::from_secs(30)).await {
+            if ready
+                .team_ready_at(&name, generation, Duration::from_secs(30))
+                .await
+            {
                 let took = ms(t0.elapsed());
                 all.push(took);
                 // The edit makes 4 calls at most (a GET of the team's three and the rename):
                 // more during the sample means other objects' resyncs ran beside it.
-                let others = calls(&standins).await.values().sum::<u64>().saturating_sub(before);
+                let others = calls(&standins)
+                    .await
+                    .values()
+                    .sum::<u64>()
+                    .saturating_sub(before);
                 if others > 4 {
                     in_wave.push(took);
                 }
@@ -371,7 +431,8 @@ pub async fn run_peer(
                 missed += 1;
             }
         }
-        out["change"] = json!({"all": percentiles(all), "during_wave": percentiles(in_wave), "missed": missed});
+        out["change"] =
+            json!({"all": percentiles(all), "during_wave": percentiles(in_wave), "missed": missed});
     }
 
     // Restart on the converged objects (a failover): a new process, every watch lists again.
@@ -382,11 +443,22 @@ pub async fn run_peer(
         let (w0, t0) = (SystemTime::now(), Instant::now());
         let mut next = launch.start(peer, &ns, None, &format!("{tag}-restart"))?;
         // Quiet only counts once it made its first request.
-        while audit.requests(w0, SystemTime::now()).map(|r| r.total).unwrap_or(0) == 0 && t0.elapsed() < Duration::from_secs(60) {
+        while audit
+            .requests(w0, SystemTime::now())
+            .map(|r| r.total)
+            .unwrap_or(0)
+            == 0
+            && t0.elapsed() < Duration::from_secs(60)
+        {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let (quiet_wall, quiet_at, quiet) =
-            wait_quiet(&standins, &audit_len, Duration::from_secs(5), Duration::from_secs(args.timeout_secs)).await;
+        let (quiet_wall, quiet_at, quiet) = wait_quiet(
+            &standins,
+            &audit_len,
+            Duration::from_secs(5),
+            Duration::from_secs(args.timeout_secs),
+        )
+        .await;
         let cpu = next.cpu_secs();
         let (rss, peak) = next.rss_mib();
         let c = calls(&standins).await;
@@ -439,9 +511,17 @@ pub async fn shards(
     let ns = cp.namespace(client, &format!("shards{count}")).await?;
     let mut running = Vec::new();
     for i in 0..count {
-        running.push(launch.start(Peer::A, &ns, Some(&format!("{SHARD_LABEL}={i}")), &format!("shard{count}-{i}"))?);
+        running.push(launch.start(
+            Peer::A,
+            &ns,
+            Some(&format!("{SHARD_LABEL}={i}")),
+            &format!("shard{count}-{i}"),
+        )?);
     }
-    let standins = servers(client, &ns, args, count, false, |i| Some(json!({SHARD_LABEL: i.to_string()}))).await?;
+    let standins = servers(client, &ns, args, count, false, |i| {
+        Some(json!({SHARD_LABEL: i.to_string()}))
+    })
+    .await?;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let idle: Vec<f64> = running.iter().map(|r| r.rss_mib().0).collect();
     let ready = ReadyWatch::start(client, &ns);
@@ -467,7 +547,9 @@ pub async fn shards(
         s.shutdown().await;
     }
     delete_namespace(client, &ns).await;
-    Ok(json!({"shards": count, "converged": converged, "all_ready_ms": total_ms,
+    Ok(
+        json!({"shards": count, "converged": converged, "all_ready_ms": total_ms,
               "idle_rss_mib": idle, "rss_mib": rss,
-              "rss_max_mib": rss.iter().copied().fold(0.0, f64::max)}))
+              "rss_max_mib": rss.iter().copied().fold(0.0, f64::max)}),
+    )
 }

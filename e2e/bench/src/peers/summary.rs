@@ -19,12 +19,27 @@ const FIGURES: &[(&str, &str)] = &[
     ("restart_kube_requests", "/restart/kube_requests/total"),
     ("restart_terdut_calls", "/restart/terdut_calls"),
     ("restart_cpu_secs", "/restart/cpu_secs"),
-    ("relist_peak_over_idle_ratio", "/restart/relist_peak_over_idle_ratio"),
-    ("steady_terdut_per_object_hour", "/steady/terdut_calls_per_object_hour"),
-    ("steady_kube_per_object_hour", "/steady/kube_requests_per_object_hour"),
-    ("steady_events_per_object_hour", "/steady/events_per_object_hour"),
+    (
+        "relist_peak_over_idle_ratio",
+        "/restart/relist_peak_over_idle_ratio",
+    ),
+    (
+        "steady_terdut_per_object_hour",
+        "/steady/terdut_calls_per_object_hour",
+    ),
+    (
+        "steady_kube_per_object_hour",
+        "/steady/kube_requests_per_object_hour",
+    ),
+    (
+        "steady_events_per_object_hour",
+        "/steady/events_per_object_hour",
+    ),
     ("steady_cpu_secs", "/steady/cpu_secs"),
-    ("steady_actors_alive_mean_ratio", "/steady/actors_alive_mean_ratio"),
+    (
+        "steady_actors_alive_mean_ratio",
+        "/steady/actors_alive_mean_ratio",
+    ),
     ("steady_actors_alive_max", "/steady/actors_alive_max"),
     ("change_p50_ms", "/change/all/p50_ms"),
     ("change_p99_ms", "/change/all/p99_ms"),
@@ -40,7 +55,11 @@ pub fn summarize(results: &Value) -> Value {
         let peer = run["peer"].as_str().unwrap_or("?").to_owned();
         for (name, ptr) in FIGURES {
             if let Some(v) = run.pointer(ptr).and_then(Value::as_f64) {
-                by.entry(peer.clone()).or_default().entry(name).or_default().push(v);
+                by.entry(peer.clone())
+                    .or_default()
+                    .entry(name)
+                    .or_default()
+                    .push(v);
             }
         }
     }
@@ -114,8 +133,16 @@ pub fn table(args: &PeersArgs, r: &Value) -> String {
     };
     // Restart and cold create: (a) no slower than (dN) and ≤ 1.2× the floor.
     for (name, total, ratio) in [
-        ("restart: time until quiet (ms)", "restart_until_quiet_ms", "restart_ratio_to_floor"),
-        ("cold create: all Ready (ms)", "cold_total_ms", "cold_ratio_to_floor"),
+        (
+            "restart: time until quiet (ms)",
+            "restart_until_quiet_ms",
+            "restart_ratio_to_floor",
+        ),
+        (
+            "cold create: all Ready (ms)",
+            "cold_total_ms",
+            "cold_ratio_to_floor",
+        ),
     ] {
         let ok = match (med(s, "a", total), med(s, "dN", total), med(s, "a", ratio)) {
             (Some(a), Some(d), Some(q)) => Some(a <= d && q <= 1.2),
@@ -136,34 +163,61 @@ pub fn table(args: &PeersArgs, r: &Value) -> String {
         ("restart: terdut calls", "restart_terdut_calls"),
         ("restart: CPU seconds", "restart_cpu_secs"),
         ("steady: CPU seconds over the window", "steady_cpu_secs"),
-        ("steady: Events per object per hour", "steady_events_per_object_hour"),
+        (
+            "steady: Events per object per hour",
+            "steady_events_per_object_hour",
+        ),
     ] {
         rows.push([name.into(), all(fig), String::new(), String::new()]);
     }
     for (name, fig) in [
-        ("steady: terdut calls per object per hour", "steady_terdut_per_object_hour"),
-        ("steady: kube-apiserver requests per object per hour (Events counted)", "steady_kube_per_object_hour"),
+        (
+            "steady: terdut calls per object per hour",
+            "steady_terdut_per_object_hour",
+        ),
+        (
+            "steady: kube-apiserver requests per object per hour (Events counted)",
+            "steady_kube_per_object_hour",
+        ),
     ] {
         let ok = match (med(s, "a", fig), best_d(s, fig)) {
             (Some(a), Some((d, _))) => Some(a <= d),
             _ => None,
         };
-        rows.push([name.into(), all(fig), "(a) ≤ (d)'s".into(), verdict(ok).into()]);
+        rows.push([
+            name.into(),
+            all(fig),
+            "(a) ≤ (d)'s".into(),
+            verdict(ok).into(),
+        ]);
     }
     let p99 = med(s, "a", "change_wave_p99_ms").or(med(s, "a", "change_p99_ms"));
     rows.push([
         "one change during a resync wave: edit → Ready p50 / p99 (ms)".into(),
-        format!("p50 {}; p99 {}; p99 in the wave: {}", all("change_p50_ms"), all("change_p99_ms"), all("change_wave_p99_ms")),
+        format!(
+            "p50 {}; p99 {}; p99 in the wave: {}",
+            all("change_p50_ms"),
+            all("change_p99_ms"),
+            all("change_wave_p99_ms")
+        ),
         "(a) p99 ≤ 50 ms at 10,000".into(),
         sized(p99.map(|v| v <= 50.0)),
     ]);
-    let rss_ok = match (med(s, "a", "rss_converged_mib"), best_d(s, "rss_converged_mib"), med(s, "a", "rss_above_idle_mib")) {
+    let rss_ok = match (
+        med(s, "a", "rss_converged_mib"),
+        best_d(s, "rss_converged_mib"),
+        med(s, "a", "rss_above_idle_mib"),
+    ) {
         (Some(a), Some((d, _)), Some(above)) => Some(a <= 0.5 * d && above <= 40.0),
         _ => None,
     };
     rows.push([
         "RSS converged, teams + sources + webhook Secrets (MiB; above idle)".into(),
-        format!("{}; above idle {}", all("rss_converged_mib"), all("rss_above_idle_mib")),
+        format!(
+            "{}; above idle {}",
+            all("rss_converged_mib"),
+            all("rss_above_idle_mib")
+        ),
         "(a) ≤ 0.5× (d)'s and ≤ 40 MiB above idle".into(),
         sized(rss_ok),
     ]);
@@ -175,7 +229,11 @@ pub fn table(args: &PeersArgs, r: &Value) -> String {
     ]);
     rows.push([
         "actors alive over the window with its wave (mean share; max)".into(),
-        format!("{}; max {}", show(s, "a", "steady_actors_alive_mean_ratio"), show(s, "a", "steady_actors_alive_max")),
+        format!(
+            "{}; max {}",
+            show(s, "a", "steady_actors_alive_mean_ratio"),
+            show(s, "a", "steady_actors_alive_max")
+        ),
         "≤ 1 % mean".into(),
         verdict(med(s, "a", "steady_actors_alive_mean_ratio").map(|v| v <= 0.01)).into(),
     ]);
@@ -183,18 +241,35 @@ pub fn table(args: &PeersArgs, r: &Value) -> String {
     for sh in r["shards"].as_array().into_iter().flatten() {
         let n = sh["shards"].as_u64().unwrap_or(0);
         let max = sh["rss_max_mib"].as_f64();
-        let ok = (n == 2).then(|| max.zip(one).map(|(m, o)| m <= 0.6 * o)).flatten();
+        let ok = (n == 2)
+            .then(|| max.zip(one).map(|(m, o)| m <= 0.6 * o))
+            .flatten();
         rows.push([
             format!("{n} shards: RSS per shard (MiB)"),
-            format!("{} (one instance: {})", sh["rss_mib"], show(s, "a", "rss_converged_mib")),
-            if n == 2 { "≤ 0.6× one instance".into() } else { String::new() },
+            format!(
+                "{} (one instance: {})",
+                sh["rss_mib"],
+                show(s, "a", "rss_converged_mib")
+            ),
+            if n == 2 {
+                "≤ 0.6× one instance".into()
+            } else {
+                String::new()
+            },
             if n == 2 { sized(ok) } else { String::new() },
         ]);
     }
     let mut out = format!(
         "{} teams + {} sources, {} server(s), {} ms per terdut call, resync {} s, {} round(s); commit {}; load {} → {}\n\n",
-        args.objects, args.objects, args.servers, args.latency_ms, args.resync_secs, args.rounds,
-        r["commit"].as_str().unwrap_or("?"), r["loadavg_start"], r["loadavg_end"]
+        args.objects,
+        args.objects,
+        args.servers,
+        args.latency_ms,
+        args.resync_secs,
+        args.rounds,
+        r["commit"].as_str().unwrap_or("?"),
+        r["loadavg_start"],
+        r["loadavg_end"]
     );
     out.push_str("| target | measured: median [min–max, n] | target | |\n|---|---|---|---|\n");
     for [a, b, c, d] in rows {

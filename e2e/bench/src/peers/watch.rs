@@ -117,7 +117,12 @@ impl ReadyWatch {
     }
 
     /// Waits until team `name` is Ready at generation `generation` or later.
-    pub async fn team_ready_at(&self, name: &str, generation: i64, timeout: std::time::Duration) -> bool {
+    pub async fn team_ready_at(
+        &self,
+        name: &str,
+        generation: i64,
+        timeout: std::time::Duration,
+    ) -> bool {
         let deadline = Instant::now() + timeout;
         loop {
             let notified = self.changed.notified();
@@ -133,7 +138,8 @@ impl ReadyWatch {
             if left.is_zero() {
                 return false;
             }
-            let _ = tokio::time::timeout(left.min(std::time::Duration::from_millis(50)), notified).await;
+            let _ = tokio::time::timeout(left.min(std::time::Duration::from_millis(50)), notified)
+                .await;
         }
     }
 }

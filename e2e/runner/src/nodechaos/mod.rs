@@ -153,6 +153,10 @@ async fn one_fault(ctx: &mut Ctx<'_>, fault: Fault) -> Row {
     let restarts_before = pods::restarts(run).await.unwrap_or_default();
     let transitions_before = watch::lease_transitions(&run.client).await.unwrap_or(0);
     let calls_before = server_calls(run).await;
+    // The operator's pods keep running through a kubelet or containerd restart: nothing a
+    // user sees may change, not even for a moment.
+    let invisible = matches!(fault, Fault::Kubelet | Fault::Containerd);
+    let ready_watch = invisible.then(|| watch::ReadyWatch::start(&run.client));
     let outcome = match fault {
         Fault::LeaderDelete => leader::delete(ctx).await,
         Fault::LeaderOom => leader::oom(ctx).await,
@@ -188,6 +192,19 @@ async fn one_fault(ctx: &mut Ctx<'_>, fault: Fault) -> Row {
             .map(|e| format!("{e:#}"))
             .unwrap_or_default(),
     );
+    if let Some(w) = ready_watch {
+        let seen = w.finish();
+        let shown: Vec<String> = seen
+            .iter()
+            .take(5)
+            .map(|u| format!("{} {}", u.object, u.why))
+            .collect();
+        run.checks.check(
+            &format!("{name}: no TerdutServer, TerdutTeam or TerdutAlertSource left Ready"),
+            seen.is_empty(),
+            format!("{} times: {}", seen.len(), shown.join("; ")),
+        );
+    }
     match ctx.fleet.verify(run).await {
         Ok(verdicts) => {
             for v in verdicts {
