@@ -8,6 +8,7 @@
 //! from `/proc`. It measures; it asserts nothing.
 
 pub mod audit;
+mod namespace;
 pub mod process;
 mod scenarios;
 mod summary;
@@ -46,11 +47,14 @@ pub struct PeersArgs {
     /// window holds a whole period, and so its wave, in bounded time.
     #[arg(long, default_value_t = 60)]
     pub resync_secs: u64,
-    /// The steady-state window (default: 1.25 resync periods, so a whole wave falls inside).
+    /// The steady-state window, from half a resync period after all Ready (default: one
+    /// period, which then holds every object's first resync and nothing of its second).
     #[arg(long)]
     pub window_secs: Option<u64>,
-    /// Edits of one team, spread over one resync period, for edit → Ready.
-    #[arg(long, default_value_t = 20)]
+    /// Edits, one team at a time, spread over the second resync wave (1.8-2.2 periods after
+    /// the creates), for edit → Ready (those during which other objects' calls ran are
+    /// reported apart, "during the wave").
+    #[arg(long, default_value_t = 60)]
     pub change_samples: usize,
     /// Scenarios, comma-separated: cold, steady, change, restart.
     #[arg(long, default_value = "cold,steady,change,restart")]
@@ -74,11 +78,15 @@ pub struct PeersArgs {
 
 impl PeersArgs {
     fn peers(&self) -> anyhow::Result<Vec<Peer>> {
-        self.peers.split(',').filter(|s| !s.is_empty()).map(Peer::parse).collect()
+        self.peers
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(Peer::parse)
+            .collect()
     }
 
     fn window(&self) -> Duration {
-        Duration::from_secs(self.window_secs.unwrap_or(self.resync_secs * 5 / 4))
+        Duration::from_secs(self.window_secs.unwrap_or(self.resync_secs))
     }
 
     fn has(&self, scenario: &str) -> bool {
@@ -123,7 +131,11 @@ pub async fn run(cp: &'static ControlPlane, args: &PeersArgs) -> anyhow::Result<
             "round {} of {}: {}",
             round + 1,
             args.rounds,
-            order.iter().map(|p| p.label()).collect::<Vec<_>>().join(", ")
+            order
+                .iter()
+                .map(|p| p.label())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
         let floor = scenarios::floors(cp, &client, args).await?;
         for &peer in &order {
@@ -136,7 +148,11 @@ pub async fn run(cp: &'static ControlPlane, args: &PeersArgs) -> anyhow::Result<
     }
     results["runs"] = Value::Array(runs);
     let mut shards = Vec::new();
-    for n in args.shards.split(',').filter_map(|s| s.trim().parse::<usize>().ok()) {
+    for n in args
+        .shards
+        .split(',')
+        .filter_map(|s| s.trim().parse::<usize>().ok())
+    {
         super::say(&format!("shards: {n} instances of (a) with --selector"));
         shards.push(
             scenarios::shards(cp, &client, &launch, args, n)

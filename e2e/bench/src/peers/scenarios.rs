@@ -33,7 +33,11 @@ pub struct Floors {
     pub list_ms: f64,
 }
 
-pub async fn floors(cp: &ControlPlane, client: &kube::Client, args: &PeersArgs) -> anyhow::Result<Floors> {
+pub async fn floors(
+    cp: &ControlPlane,
+    client: &kube::Client,
+    args: &PeersArgs,
+) -> anyhow::Result<Floors> {
     let ns = cp.namespace(client, "floor").await?;
     let t0 = Instant::now();
     create_all(client, &ns, args, 1, None).await?;
@@ -46,14 +50,15 @@ pub async fn floors(cp: &ControlPlane, client: &kube::Client, args: &PeersArgs) 
     a?;
     b?;
     let list_ms = ms(t1.elapsed());
-    delete_namespace(client, &ns).await;
-    crate::say(&format!("floors: {} creates alone {creates_ms:.0} ms, list {list_ms:.0} ms", 2 * args.objects));
-    Ok(Floors { creates_ms, list_ms })
-}
-
-async fn delete_namespace(client: &kube::Client, ns: &str) {
-    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    let _ = api.delete(ns, &Default::default()).await;
+    super::namespace::remove(client, &ns, args.create_concurrency).await;
+    crate::say(&format!(
+        "floors: {} creates alone {creates_ms:.0} ms, list {list_ms:.0} ms",
+        2 * args.objects
+    ));
+    Ok(Floors {
+        creates_ms,
+        list_ms,
+    })
 }
 
 /// Creates the teams and sources (team i on server i % servers, source i on team i), `shard`
@@ -127,7 +132,15 @@ async fn servers(
                 .await?;
         }
         standins.push(
-            fixtures::server_with_standin_labelled(client, ns, &name, port, args.latency_ms, labels(i)).await?,
+            fixtures::server_with_standin_labelled(
+                client,
+                ns,
+                &name,
+                port,
+                args.latency_ms,
+                labels(i),
+            )
+            .await?,
         );
     }
     Ok(standins)
@@ -208,15 +221,31 @@ fn percentiles(mut v: Vec<f64>) -> Value {
     json!({"n": v.len(), "p50_ms": rank(0.5), "p99_ms": rank(0.99), "max_ms": rank(1.0)})
 }
 
-async fn wait_started(peer: &mut Running, standins: &[terdut_standin::Handle], audit_len: &dyn Fn() -> u64) -> anyhow::Result<()> {
-    // Up when it has listed (its first audited requests) and gone quiet.
+/// Up when it has made its first audited request (the log grew past `before`, its size when the
+/// peer was launched) and gone quiet.
+async fn wait_started(
+    peer: &mut Running,
+    standins: &[terdut_standin::Handle],
+    audit_len: &dyn Fn() -> u64,
+    before: u64,
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(120);
-    while audit_len() == 0 || !peer.alive() {
+    while audit_len() <= before || !peer.alive() {
         anyhow::ensure!(peer.alive(), "peer ({}) exited at start", peer.peer.label());
-        anyhow::ensure!(Instant::now() < deadline, "peer ({}) made no request", peer.peer.label());
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "peer ({}) made no request",
+            peer.peer.label()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    wait_quiet(standins, audit_len, Duration::from_secs(3), Duration::from_secs(60)).await;
+    wait_quiet(
+        standins,
+        audit_len,
+        Duration::from_secs(3),
+        Duration::from_secs(60),
+    )
+    .await;
     Ok(())
 }
 
@@ -242,26 +271,35 @@ pub async fn run_peer(
     let objects = 2 * n;
     let latency = args.latency_ms as f64;
     let tag = format!("r{round}");
-    let mut out = json!({"peer": peer.label(), "round": round, "namespace": ns, "loadavg": crate::loadavg()});
+    let mut out =
+        json!({"peer": peer.label(), "round": round, "namespace": ns, "loadavg": crate::loadavg()});
 
     // (a) and (b) make the key Secrets (their server actors), so they run before the servers.
     let (running, standins) = if peer.has_server_actors() {
+        let before = audit_len();
         let mut running = launch.start(peer, &ns, None, &tag)?;
         let standins = servers(client, &ns, args, args.servers, false, |_| None).await?;
-        wait_started(&mut running, &standins, &audit_len).await?;
+        wait_started(&mut running, &standins, &audit_len, before).await?;
         (running, standins)
     } else {
         let standins = servers(client, &ns, args, args.servers, true, |_| None).await?;
+        let before = audit_len();
         let mut running = launch.start(peer, &ns, None, &tag)?;
-        wait_started(&mut running, &standins, &audit_len).await?;
+        wait_started(&mut running, &standins, &audit_len, before).await?;
         (running, standins)
     };
     let idle_rss = running.rss_mib().0;
     out["idle_rss_mib"] = json!(idle_rss);
     let ready = ReadyWatch::start(client, &ns);
 
-    // Cold create.
+    // Windows of audited requests, read once the peer has stopped (below).
+    let mut windows: Vec<(&str, SystemTime, SystemTime, Option<Duration>)> = Vec::new();
+
+    // Cold create. `all_ready` is when the last object turned Ready: every object's resync
+    // waves fall at k × resync ± 10 % after it (less the spread of the creates).
     let mut converged_rss = f64::NAN;
+    let mut all_ready = Instant::now();
+    let mut spread = Duration::ZERO;
     if args.has("cold") {
         reset_calls(&standins).await;
         let (cpu0, w0, t0) = (running.cpu_secs(), SystemTime::now(), Instant::now());
@@ -279,18 +317,29 @@ pub async fn run_peer(
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
         let (teams_at, sources_at) = ready.instants();
-        let last = teams_at.values().chain(sources_at.values()).max().copied().unwrap_or(t0);
+        let last = teams_at
+            .values()
+            .chain(sources_at.values())
+            .max()
+            .copied()
+            .unwrap_or(t0);
         let total_ms = ms(last.saturating_duration_since(t0));
+        (all_ready, spread) = (last, last.saturating_duration_since(t0));
         let lat: Vec<f64> = teams_at
             .iter()
             .chain(sources_at.iter())
             .filter_map(|(k, at)| sent.get(k).map(|s| ms(at.saturating_duration_since(*s))))
             .collect();
-        let (quiet_wall, _, quiet) =
-            wait_quiet(&standins, &audit_len, Duration::from_secs(5), Duration::from_secs(300)).await;
+        let (quiet_wall, _, quiet) = wait_quiet(
+            &standins,
+            &audit_len,
+            Duration::from_secs(5),
+            Duration::from_secs(300),
+        )
+        .await;
         let cpu = running.cpu_secs() - cpu0;
         let c = calls(&standins).await;
-        let req = audit.requests(w0, quiet_wall + Duration::from_millis(1))?;
+        windows.push(("cold", w0, quiet_wall + Duration::from_millis(1), None));
         let floor = floors.creates_ms + 2.0 * latency;
         out["cold"] = json!({
             "converged": converged, "quiet": quiet, "total_ms": total_ms, "creates_ms": created_ms,
@@ -298,8 +347,6 @@ pub async fn run_peer(
             "floor_ms": floor, "floor_creates_alone_ms": floors.creates_ms,
             "ratio_to_floor": (total_ms / floor * 100.0).round() / 100.0,
             "cpu_secs": cpu, "terdut_calls": c.values().sum::<u64>(), "terdut_calls_by_endpoint": c,
-            "kube_requests": req.json(),
-            "kube_requests_per_object": (req.total as f64 / objects as f64 * 100.0).round() / 100.0,
         });
         tokio::time::sleep(Duration::from_secs(5)).await;
         converged_rss = running.rss_mib().0;
@@ -307,10 +354,18 @@ pub async fn run_peer(
         out["converged_heap"] = running.heap().await;
     }
 
-    // Steady state: a window of at least one resync period, so its wave is inside.
+    // Steady state: from half a period after all Ready, one period (`--window-secs`). Each
+    // object resyncs every period ±10 %, so the window holds about one resync of each and its
+    // rates are a period's; when the creates took under 0.3 periods it holds exactly every
+    // object's first resync (0.9-1.1 periods after its Ready) and none of its second.
+    let resync = Duration::from_secs(args.resync_secs);
     if args.has("steady") {
         let window = args.window();
+        let start = all_ready + resync / 2;
+        tokio::time::sleep_until(start.into()).await;
+        let offset = Instant::now().saturating_duration_since(all_ready);
         reset_calls(&standins).await;
+        ready.take_left();
         let (cpu0, w0, t0) = (running.cpu_secs(), SystemTime::now(), Instant::now());
         let (mut samples, mut alive_sum, mut alive_max, mut rss_max) = (0.0, 0.0, 0.0_f64, 0.0_f64);
         while t0.elapsed() < window {
@@ -326,15 +381,19 @@ pub async fn run_peer(
         let cpu = running.cpu_secs() - cpu0;
         let c = calls(&standins).await;
         let terdut: u64 = c.values().sum();
-        let terdut_writes: u64 = c.iter().filter(|(l, _)| !l.starts_with("GET ")).map(|(_, v)| v).sum();
-        let req = audit.requests(w0, SystemTime::now())?;
+        let terdut_writes: u64 = c
+            .iter()
+            .filter(|(l, _)| !l.starts_with("GET "))
+            .map(|(_, v)| v)
+            .sum();
+        windows.push(("steady", w0, SystemTime::now(), Some(elapsed)));
+        let (teams_left, sources_left) = ready.take_left();
         out["steady"] = json!({
             "window_s": elapsed.as_secs_f64().round(), "resync_s": args.resync_secs,
-            "terdut_calls": terdut, "terdut_writes": terdut_writes,
+            "window_start_after_all_ready_s": offset.as_secs_f64().round(),
+            "left_ready": {"teams": teams_left, "sources": sources_left},
+            "terdut_calls": terdut, "terdut_writes": terdut_writes, "terdut_calls_by_endpoint": c,
             "terdut_calls_per_object_hour": per_object_hour(terdut as f64, objects, elapsed),
-            "kube_requests": req.json(),
-            "kube_requests_per_object_hour": per_object_hour(req.total as f64, objects, elapsed),
-            "events_per_object_hour": per_object_hour(req.events as f64, objects, elapsed),
             "cpu_secs": cpu,
             "actors_alive_mean": if samples > 0.0 { json!(alive_sum / samples) } else { Value::Null },
             "actors_alive_max": if samples > 0.0 { json!(alive_max) } else { Value::Null },
@@ -343,27 +402,47 @@ pub async fn run_peer(
         });
     }
 
-    // One change at a time, spread over a resync period (its wave falls inside): edit → Ready.
+    // One change at a time while the second resync wave runs (1.8-2.2 periods after each
+    // object's Ready, so from 1.8 periods after the first create until 2.2 after all Ready):
+    // edit → Ready at the new generation.
     if args.has("change") && args.change_samples > 0 {
         let teams: Api<TerdutTeam> = Api::namespaced(client.clone(), &ns);
-        let gap = Duration::from_secs(args.resync_secs) / args.change_samples as u32;
+        let from = (all_ready + resync.mul_f64(1.8))
+            .checked_sub(spread)
+            .unwrap_or(all_ready)
+            .max(Instant::now());
+        let until = (all_ready + resync.mul_f64(2.2)).max(from + Duration::from_secs(1));
+        let gap = (until - from) / args.change_samples as u32;
         let (mut all, mut in_wave, mut missed) = (Vec::new(), Vec::new(), 0);
         for k in 0..args.change_samples {
-            tokio::time::sleep(gap.saturating_sub(Duration::from_millis(200))).await;
+            tokio::time::sleep_until((from + gap * k as u32).into()).await;
             let i = (k * n.max(1) / args.change_samples) % n.max(1);
             let name = fixtures::team_name(i);
             let before: u64 = calls(&standins).await.values().sum();
             let t0 = Instant::now();
             let patched = teams
-                .patch(&name, &PatchParams::default(), &Patch::Merge(json!({"spec": {"displayName": format!("Team {i} edit {round}.{k}")}})))
+                .patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(
+                        json!({"spec": {"displayName": format!("Team {i} edit {round}.{k}")}}),
+                    ),
+                )
                 .await?;
             let generation = patched.metadata.generation.unwrap_or(0);
-            if ready.team_ready_at(&name, generation, Duration::from_secs(30)).await {
+            if ready
+                .team_ready_at(&name, generation, Duration::from_secs(30))
+                .await
+            {
                 let took = ms(t0.elapsed());
                 all.push(took);
                 // The edit makes 4 calls at most (a GET of the team's three and the rename):
                 // more during the sample means other objects' resyncs ran beside it.
-                let others = calls(&standins).await.values().sum::<u64>().saturating_sub(before);
+                let others = calls(&standins)
+                    .await
+                    .values()
+                    .sum::<u64>()
+                    .saturating_sub(before);
                 if others > 4 {
                     in_wave.push(took);
                 }
@@ -371,7 +450,11 @@ pub async fn run_peer(
                 missed += 1;
             }
         }
-        out["change"] = json!({"all": percentiles(all), "during_wave": percentiles(in_wave), "missed": missed});
+        out["change"] = json!({
+            "all": percentiles(all), "during_wave": percentiles(in_wave), "missed": missed,
+            "from_s_after_all_ready": from.saturating_duration_since(all_ready).as_secs_f64().round(),
+            "until_s_after_all_ready": until.saturating_duration_since(all_ready).as_secs_f64().round(),
+        });
     }
 
     // Restart on the converged objects (a failover): a new process, every watch lists again.
@@ -379,31 +462,38 @@ pub async fn run_peer(
         running.kill();
         tokio::time::sleep(Duration::from_secs(1)).await;
         reset_calls(&standins).await;
-        let (w0, t0) = (SystemTime::now(), Instant::now());
+        ready.take_left();
+        let (w0, t0, before) = (SystemTime::now(), Instant::now(), audit_len());
         let mut next = launch.start(peer, &ns, None, &format!("{tag}-restart"))?;
         // Quiet only counts once it made its first request.
-        while audit.requests(w0, SystemTime::now()).map(|r| r.total).unwrap_or(0) == 0 && t0.elapsed() < Duration::from_secs(60) {
+        while audit_len() <= before && t0.elapsed() < Duration::from_secs(60) {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let (quiet_wall, quiet_at, quiet) =
-            wait_quiet(&standins, &audit_len, Duration::from_secs(5), Duration::from_secs(args.timeout_secs)).await;
+        let (quiet_wall, quiet_at, quiet) = wait_quiet(
+            &standins,
+            &audit_len,
+            Duration::from_secs(5),
+            Duration::from_secs(args.timeout_secs),
+        )
+        .await;
         let cpu = next.cpu_secs();
         let (rss, peak) = next.rss_mib();
         let c = calls(&standins).await;
         let floor = floors.list_ms + 2.0 * latency;
         let until_quiet = ms(quiet_at.saturating_duration_since(t0));
         let alive = next.alive();
+        let (teams_left, sources_left) = ready.take_left();
         // Its watches are logged when they end: read the window once it stopped.
         next.kill();
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let req = audit.requests(w0, quiet_wall + Duration::from_millis(1))?;
+        windows.push(("restart", w0, quiet_wall + Duration::from_millis(1), None));
         let above = |v: f64| v - idle_rss;
         out["restart"] = json!({
             "quiet": quiet, "alive": alive, "until_quiet_ms": until_quiet,
+            "left_ready": {"teams": teams_left, "sources": sources_left},
             "floor_ms": floor, "floor_list_ms": floors.list_ms,
             "ratio_to_floor": (until_quiet / floor * 100.0).round() / 100.0,
             "cpu_secs": cpu, "terdut_calls": c.values().sum::<u64>(), "terdut_calls_by_endpoint": c,
-            "kube_requests": req.json(),
             "rss_after_mib": rss, "peak_mib": peak,
             "relist_peak_over_idle_ratio": if converged_rss.is_finite() && above(converged_rss) > 0.0 {
                 json!((above(peak) / above(converged_rss) * 100.0).round() / 100.0)
@@ -411,6 +501,22 @@ pub async fn run_peer(
         });
     } else {
         running.kill();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    // The apiserver logs a request when it completes: read every window now that the peer has
+    // stopped, so the watches it opened inside one (and held open) are counted too.
+    for (scenario, from, to, per_hour) in windows {
+        let req = audit.requests(from, to)?;
+        let o = &mut out[scenario];
+        o["kube_requests"] = req.json();
+        o["kube_requests_per_object"] =
+            json!((req.total as f64 / objects as f64 * 100.0).round() / 100.0);
+        if let Some(window) = per_hour {
+            o["kube_requests_per_object_hour"] =
+                json!(per_object_hour(req.total as f64, objects, window));
+            o["events_per_object_hour"] =
+                json!(per_object_hour(req.events as f64, objects, window));
+        }
     }
     if converged_rss.is_finite() {
         out["memory"] = json!({
@@ -422,7 +528,7 @@ pub async fn run_peer(
     for s in standins {
         s.shutdown().await;
     }
-    delete_namespace(client, &ns).await;
+    super::namespace::remove(client, &ns, args.create_concurrency).await;
     Ok(out)
 }
 
@@ -439,9 +545,17 @@ pub async fn shards(
     let ns = cp.namespace(client, &format!("shards{count}")).await?;
     let mut running = Vec::new();
     for i in 0..count {
-        running.push(launch.start(Peer::A, &ns, Some(&format!("{SHARD_LABEL}={i}")), &format!("shard{count}-{i}"))?);
+        running.push(launch.start(
+            Peer::A,
+            &ns,
+            Some(&format!("{SHARD_LABEL}={i}")),
+            &format!("shard{count}-{i}"),
+        )?);
     }
-    let standins = servers(client, &ns, args, count, false, |i| Some(json!({SHARD_LABEL: i.to_string()}))).await?;
+    let standins = servers(client, &ns, args, count, false, |i| {
+        Some(json!({SHARD_LABEL: i.to_string()}))
+    })
+    .await?;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let idle: Vec<f64> = running.iter().map(|r| r.rss_mib().0).collect();
     let ready = ReadyWatch::start(client, &ns);
@@ -466,8 +580,10 @@ pub async fn shards(
     for s in standins {
         s.shutdown().await;
     }
-    delete_namespace(client, &ns).await;
-    Ok(json!({"shards": count, "converged": converged, "all_ready_ms": total_ms,
+    super::namespace::remove(client, &ns, args.create_concurrency).await;
+    Ok(
+        json!({"shards": count, "converged": converged, "all_ready_ms": total_ms,
               "idle_rss_mib": idle, "rss_mib": rss,
-              "rss_max_mib": rss.iter().copied().fold(0.0, f64::max)}))
+              "rss_max_mib": rss.iter().copied().fold(0.0, f64::max)}),
+    )
 }
