@@ -31,9 +31,9 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::finalizer::{self, Event as Finalizer};
-use kube::runtime::utils::PredicateConfig;
 use kube::runtime::predicates;
 use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::utils::PredicateConfig;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use terdut_actors::context::Ctx;
@@ -119,7 +119,9 @@ fn team_readiness(team: &TerdutTeam) -> Option<u64> {
 /// gone: that is the end of a deletion, not a failure.
 fn error_policy<K>(_: Arc<K>, e: &finalizer::Error<Failed>, _: Arc<impl Sized>) -> Action {
     match e {
-        finalizer::Error::RemoveFinalizer(kube::Error::Api(s)) if s.code == 404 || s.code == 422 => {
+        finalizer::Error::RemoveFinalizer(kube::Error::Api(s))
+            if s.code == 404 || s.code == 422 =>
+        {
             Action::await_change()
         }
         _ => Action::requeue(Duration::from_secs(5)),
@@ -215,10 +217,13 @@ pub fn spawn(
         .reflect(team_writer)
         .applied_objects()
         .predicate_filter(own_changes, pc());
-    let server_stream = watcher(Api::<TerdutServer>::namespaced(client.clone(), ns), wc.clone())
-        .default_backoff()
-        .applied_objects()
-        .predicate_filter(predicates::generation, pc());
+    let server_stream = watcher(
+        Api::<TerdutServer>::namespaced(client.clone(), ns),
+        wc.clone(),
+    )
+    .default_backoff()
+    .applied_objects()
+    .predicate_filter(predicates::generation, pc());
     let teams = Controller::for_stream(team_stream, team_reader)
         .with_config(config.clone())
         .watches_stream(server_stream, teams_of_server)

@@ -104,7 +104,10 @@ pub async fn server_with_standin_labelled(
 ) -> anyhow::Result<terdut_standin::Handle> {
     let servers: Api<TerdutServer> = Api::namespaced(client.clone(), ns);
     servers
-        .create(&PostParams::default(), &server_labelled(name, port, labels)?)
+        .create(
+            &PostParams::default(),
+            &server_labelled(name, port, labels)?,
+        )
         .await?;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
     let secret_name = format!("{name}-operator-key");

@@ -20,7 +20,10 @@ use terdut_actors::supervisor::RestartPolicy;
 struct Args {
     #[arg(long)]
     watch_namespace: String,
-    #[arg(long, default_value = "http://{name}.{namespace}.svc.{clusterDomain}.:{port}")]
+    #[arg(
+        long,
+        default_value = "http://{name}.{namespace}.svc.{clusterDomain}.:{port}"
+    )]
     server_url_template: String,
     /// Seconds, with an `s`.
     #[arg(long, default_value = "300s")]

@@ -44,8 +44,8 @@ impl AuditLog {
                 }
             }
         }
-        let (_, path) = newest
-            .ok_or_else(|| anyhow::anyhow!("no audit-*.log in {}", dir.display()))?;
+        let (_, path) =
+            newest.ok_or_else(|| anyhow::anyhow!("no audit-*.log in {}", dir.display()))?;
         Ok(Self { path })
     }
 
@@ -140,6 +140,9 @@ mod tests {
     fn formats_as_the_audit_log_does() {
         let t = SystemTime::UNIX_EPOCH + Duration::from_micros(1_796_300_100_123_456);
         assert_eq!(rfc3339(t), "2026-12-03T12:15:00.123456Z");
-        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(
+            rfc3339(SystemTime::UNIX_EPOCH),
+            "1970-01-01T00:00:00.000000Z"
+        );
     }
 }

@@ -160,7 +160,8 @@ impl Running {
 
     /// User + system CPU seconds so far (`/proc/<pid>/stat`, clock ticks of 1/100 s).
     pub fn cpu_secs(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
         // The command name may hold spaces: fields count from after its closing parenthesis.
         let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
         let f: Vec<&str> = rest.split_whitespace().collect();
