@@ -48,7 +48,7 @@ pub struct PeersArgs {
     #[arg(long, default_value_t = 60)]
     pub resync_secs: u64,
     /// The steady-state window, from half a resync period after all Ready (default: one
-    /// period, which then holds every object's first resync and nothing of its second).
+    /// period, which then holds about one resync of each object).
     #[arg(long)]
     pub window_secs: Option<u64>,
     /// Edits, one team at a time, spread over the second resync wave (1.8-2.2 periods after
