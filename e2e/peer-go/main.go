@@ -8,8 +8,9 @@
 // Tuned to be fast (docs/performance.md, "How each peer was tuned"): no client-side rate limit
 // (QPS -1, as kube-rs has none), managed fields stripped from the cache, the Secret cache
 // restricted to the operator's label, status written by merge patch and only when it changes,
-// generation/annotation predicates so its own status writes do not trigger passes, and as many
-// idle HTTP connections per terdut-server as reconciles may run at once.
+// generation/annotation predicates so its own status writes do not trigger passes, nor its own
+// creates of the webhook Secrets it owns, and as many idle HTTP connections per terdut-server
+// as reconciles may run at once.
 package main
 
 import (
@@ -149,7 +150,13 @@ func run(namespace, urlTemplate, clusterDomain string, resync time.Duration, con
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("terdutalertsource").
 		For(&TerdutAlertSource{}, specOrAnnotations).
-		Owns(&corev1.Secret{}).
+		// Tuned: a webhook Secret's create is always this controller's own (it creates the
+		// Secret in the pass, under the source's name), and its event would run the pass again
+		// on a cached source that may not show the status just written yet (a second POST of
+		// the integration). Updates and deletions, someone else's, still bring the source back.
+		Owns(&corev1.Secret{}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+		})).
 		// A source waits for its team's Ready and id: only a change of those maps to it.
 		Watches(&TerdutTeam{}, sourcesOfTeam, builder.WithPredicates(teamReadinessChanged{})).
 		WithOptions(opts).

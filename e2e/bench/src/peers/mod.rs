@@ -8,6 +8,7 @@
 //! from `/proc`. It measures; it asserts nothing.
 
 pub mod audit;
+mod namespace;
 pub mod process;
 mod scenarios;
 mod summary;
@@ -46,11 +47,14 @@ pub struct PeersArgs {
     /// window holds a whole period, and so its wave, in bounded time.
     #[arg(long, default_value_t = 60)]
     pub resync_secs: u64,
-    /// The steady-state window (default: 1.25 resync periods, so a whole wave falls inside).
+    /// The steady-state window, from half a resync period after all Ready (default: one
+    /// period, which then holds about one resync of each object).
     #[arg(long)]
     pub window_secs: Option<u64>,
-    /// Edits of one team, spread over one resync period, for edit → Ready.
-    #[arg(long, default_value_t = 20)]
+    /// Edits, one team at a time, spread over the second resync wave (1.8-2.2 periods after
+    /// the creates), for edit → Ready (those during which other objects' calls ran are
+    /// reported apart, "during the wave").
+    #[arg(long, default_value_t = 60)]
     pub change_samples: usize,
     /// Scenarios, comma-separated: cold, steady, change, restart.
     #[arg(long, default_value = "cold,steady,change,restart")]
@@ -82,7 +86,7 @@ impl PeersArgs {
     }
 
     fn window(&self) -> Duration {
-        Duration::from_secs(self.window_secs.unwrap_or(self.resync_secs * 5 / 4))
+        Duration::from_secs(self.window_secs.unwrap_or(self.resync_secs))
     }
 
     fn has(&self, scenario: &str) -> bool {

@@ -50,7 +50,7 @@ pub async fn floors(
     a?;
     b?;
     let list_ms = ms(t1.elapsed());
-    delete_namespace(client, &ns).await;
+    super::namespace::remove(client, &ns, args.create_concurrency).await;
     crate::say(&format!(
         "floors: {} creates alone {creates_ms:.0} ms, list {list_ms:.0} ms",
         2 * args.objects
@@ -59,11 +59,6 @@ pub async fn floors(
         creates_ms,
         list_ms,
     })
-}
-
-async fn delete_namespace(client: &kube::Client, ns: &str) {
-    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    let _ = api.delete(ns, &Default::default()).await;
 }
 
 /// Creates the teams and sources (team i on server i % servers, source i on team i), `shard`
@@ -226,14 +221,16 @@ fn percentiles(mut v: Vec<f64>) -> Value {
     json!({"n": v.len(), "p50_ms": rank(0.5), "p99_ms": rank(0.99), "max_ms": rank(1.0)})
 }
 
+/// Up when it has made its first audited request (the log grew past `before`, its size when the
+/// peer was launched) and gone quiet.
 async fn wait_started(
     peer: &mut Running,
     standins: &[terdut_standin::Handle],
     audit_len: &dyn Fn() -> u64,
+    before: u64,
 ) -> anyhow::Result<()> {
-    // Up when it has listed (its first audited requests) and gone quiet.
     let deadline = Instant::now() + Duration::from_secs(120);
-    while audit_len() == 0 || !peer.alive() {
+    while audit_len() <= before || !peer.alive() {
         anyhow::ensure!(peer.alive(), "peer ({}) exited at start", peer.peer.label());
         anyhow::ensure!(
             Instant::now() < deadline,
@@ -279,22 +276,30 @@ pub async fn run_peer(
 
     // (a) and (b) make the key Secrets (their server actors), so they run before the servers.
     let (running, standins) = if peer.has_server_actors() {
+        let before = audit_len();
         let mut running = launch.start(peer, &ns, None, &tag)?;
         let standins = servers(client, &ns, args, args.servers, false, |_| None).await?;
-        wait_started(&mut running, &standins, &audit_len).await?;
+        wait_started(&mut running, &standins, &audit_len, before).await?;
         (running, standins)
     } else {
         let standins = servers(client, &ns, args, args.servers, true, |_| None).await?;
+        let before = audit_len();
         let mut running = launch.start(peer, &ns, None, &tag)?;
-        wait_started(&mut running, &standins, &audit_len).await?;
+        wait_started(&mut running, &standins, &audit_len, before).await?;
         (running, standins)
     };
     let idle_rss = running.rss_mib().0;
     out["idle_rss_mib"] = json!(idle_rss);
     let ready = ReadyWatch::start(client, &ns);
 
-    // Cold create.
+    // Windows of audited requests, read once the peer has stopped (below).
+    let mut windows: Vec<(&str, SystemTime, SystemTime, Option<Duration>)> = Vec::new();
+
+    // Cold create. `all_ready` is when the last object turned Ready: every object's resync
+    // waves fall at k × resync ± 10 % after it (less the spread of the creates).
     let mut converged_rss = f64::NAN;
+    let mut all_ready = Instant::now();
+    let mut spread = Duration::ZERO;
     if args.has("cold") {
         reset_calls(&standins).await;
         let (cpu0, w0, t0) = (running.cpu_secs(), SystemTime::now(), Instant::now());
@@ -319,6 +324,7 @@ pub async fn run_peer(
             .copied()
             .unwrap_or(t0);
         let total_ms = ms(last.saturating_duration_since(t0));
+        (all_ready, spread) = (last, last.saturating_duration_since(t0));
         let lat: Vec<f64> = teams_at
             .iter()
             .chain(sources_at.iter())
@@ -333,7 +339,7 @@ pub async fn run_peer(
         .await;
         let cpu = running.cpu_secs() - cpu0;
         let c = calls(&standins).await;
-        let req = audit.requests(w0, quiet_wall + Duration::from_millis(1))?;
+        windows.push(("cold", w0, quiet_wall + Duration::from_millis(1), None));
         let floor = floors.creates_ms + 2.0 * latency;
         out["cold"] = json!({
             "converged": converged, "quiet": quiet, "total_ms": total_ms, "creates_ms": created_ms,
@@ -341,8 +347,6 @@ pub async fn run_peer(
             "floor_ms": floor, "floor_creates_alone_ms": floors.creates_ms,
             "ratio_to_floor": (total_ms / floor * 100.0).round() / 100.0,
             "cpu_secs": cpu, "terdut_calls": c.values().sum::<u64>(), "terdut_calls_by_endpoint": c,
-            "kube_requests": req.json(),
-            "kube_requests_per_object": (req.total as f64 / objects as f64 * 100.0).round() / 100.0,
         });
         tokio::time::sleep(Duration::from_secs(5)).await;
         converged_rss = running.rss_mib().0;
@@ -350,10 +354,18 @@ pub async fn run_peer(
         out["converged_heap"] = running.heap().await;
     }
 
-    // Steady state: a window of at least one resync period, so its wave is inside.
+    // Steady state: from half a period after all Ready, one period (`--window-secs`). Each
+    // object resyncs every period ±10 %, so the window holds about one resync of each and its
+    // rates are a period's; when the creates took under 0.3 periods it holds exactly every
+    // object's first resync (0.9-1.1 periods after its Ready) and none of its second.
+    let resync = Duration::from_secs(args.resync_secs);
     if args.has("steady") {
         let window = args.window();
+        let start = all_ready + resync / 2;
+        tokio::time::sleep_until(start.into()).await;
+        let offset = Instant::now().saturating_duration_since(all_ready);
         reset_calls(&standins).await;
+        ready.take_left();
         let (cpu0, w0, t0) = (running.cpu_secs(), SystemTime::now(), Instant::now());
         let (mut samples, mut alive_sum, mut alive_max, mut rss_max) = (0.0, 0.0, 0.0_f64, 0.0_f64);
         while t0.elapsed() < window {
@@ -374,14 +386,14 @@ pub async fn run_peer(
             .filter(|(l, _)| !l.starts_with("GET "))
             .map(|(_, v)| v)
             .sum();
-        let req = audit.requests(w0, SystemTime::now())?;
+        windows.push(("steady", w0, SystemTime::now(), Some(elapsed)));
+        let (teams_left, sources_left) = ready.take_left();
         out["steady"] = json!({
             "window_s": elapsed.as_secs_f64().round(), "resync_s": args.resync_secs,
-            "terdut_calls": terdut, "terdut_writes": terdut_writes,
+            "window_start_after_all_ready_s": offset.as_secs_f64().round(),
+            "left_ready": {"teams": teams_left, "sources": sources_left},
+            "terdut_calls": terdut, "terdut_writes": terdut_writes, "terdut_calls_by_endpoint": c,
             "terdut_calls_per_object_hour": per_object_hour(terdut as f64, objects, elapsed),
-            "kube_requests": req.json(),
-            "kube_requests_per_object_hour": per_object_hour(req.total as f64, objects, elapsed),
-            "events_per_object_hour": per_object_hour(req.events as f64, objects, elapsed),
             "cpu_secs": cpu,
             "actors_alive_mean": if samples > 0.0 { json!(alive_sum / samples) } else { Value::Null },
             "actors_alive_max": if samples > 0.0 { json!(alive_max) } else { Value::Null },
@@ -390,13 +402,20 @@ pub async fn run_peer(
         });
     }
 
-    // One change at a time, spread over a resync period (its wave falls inside): edit → Ready.
+    // One change at a time while the second resync wave runs (1.8-2.2 periods after each
+    // object's Ready, so from 1.8 periods after the first create until 2.2 after all Ready):
+    // edit → Ready at the new generation.
     if args.has("change") && args.change_samples > 0 {
         let teams: Api<TerdutTeam> = Api::namespaced(client.clone(), &ns);
-        let gap = Duration::from_secs(args.resync_secs) / args.change_samples as u32;
+        let from = (all_ready + resync.mul_f64(1.8))
+            .checked_sub(spread)
+            .unwrap_or(all_ready)
+            .max(Instant::now());
+        let until = (all_ready + resync.mul_f64(2.2)).max(from + Duration::from_secs(1));
+        let gap = (until - from) / args.change_samples as u32;
         let (mut all, mut in_wave, mut missed) = (Vec::new(), Vec::new(), 0);
         for k in 0..args.change_samples {
-            tokio::time::sleep(gap.saturating_sub(Duration::from_millis(200))).await;
+            tokio::time::sleep_until((from + gap * k as u32).into()).await;
             let i = (k * n.max(1) / args.change_samples) % n.max(1);
             let name = fixtures::team_name(i);
             let before: u64 = calls(&standins).await.values().sum();
@@ -431,8 +450,11 @@ pub async fn run_peer(
                 missed += 1;
             }
         }
-        out["change"] =
-            json!({"all": percentiles(all), "during_wave": percentiles(in_wave), "missed": missed});
+        out["change"] = json!({
+            "all": percentiles(all), "during_wave": percentiles(in_wave), "missed": missed,
+            "from_s_after_all_ready": from.saturating_duration_since(all_ready).as_secs_f64().round(),
+            "until_s_after_all_ready": until.saturating_duration_since(all_ready).as_secs_f64().round(),
+        });
     }
 
     // Restart on the converged objects (a failover): a new process, every watch lists again.
@@ -440,16 +462,11 @@ pub async fn run_peer(
         running.kill();
         tokio::time::sleep(Duration::from_secs(1)).await;
         reset_calls(&standins).await;
-        let (w0, t0) = (SystemTime::now(), Instant::now());
+        ready.take_left();
+        let (w0, t0, before) = (SystemTime::now(), Instant::now(), audit_len());
         let mut next = launch.start(peer, &ns, None, &format!("{tag}-restart"))?;
         // Quiet only counts once it made its first request.
-        while audit
-            .requests(w0, SystemTime::now())
-            .map(|r| r.total)
-            .unwrap_or(0)
-            == 0
-            && t0.elapsed() < Duration::from_secs(60)
-        {
+        while audit_len() <= before && t0.elapsed() < Duration::from_secs(60) {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let (quiet_wall, quiet_at, quiet) = wait_quiet(
@@ -465,17 +482,18 @@ pub async fn run_peer(
         let floor = floors.list_ms + 2.0 * latency;
         let until_quiet = ms(quiet_at.saturating_duration_since(t0));
         let alive = next.alive();
+        let (teams_left, sources_left) = ready.take_left();
         // Its watches are logged when they end: read the window once it stopped.
         next.kill();
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let req = audit.requests(w0, quiet_wall + Duration::from_millis(1))?;
+        windows.push(("restart", w0, quiet_wall + Duration::from_millis(1), None));
         let above = |v: f64| v - idle_rss;
         out["restart"] = json!({
             "quiet": quiet, "alive": alive, "until_quiet_ms": until_quiet,
+            "left_ready": {"teams": teams_left, "sources": sources_left},
             "floor_ms": floor, "floor_list_ms": floors.list_ms,
             "ratio_to_floor": (until_quiet / floor * 100.0).round() / 100.0,
             "cpu_secs": cpu, "terdut_calls": c.values().sum::<u64>(), "terdut_calls_by_endpoint": c,
-            "kube_requests": req.json(),
             "rss_after_mib": rss, "peak_mib": peak,
             "relist_peak_over_idle_ratio": if converged_rss.is_finite() && above(converged_rss) > 0.0 {
                 json!((above(peak) / above(converged_rss) * 100.0).round() / 100.0)
@@ -483,6 +501,22 @@ pub async fn run_peer(
         });
     } else {
         running.kill();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    // The apiserver logs a request when it completes: read every window now that the peer has
+    // stopped, so the watches it opened inside one (and held open) are counted too.
+    for (scenario, from, to, per_hour) in windows {
+        let req = audit.requests(from, to)?;
+        let o = &mut out[scenario];
+        o["kube_requests"] = req.json();
+        o["kube_requests_per_object"] =
+            json!((req.total as f64 / objects as f64 * 100.0).round() / 100.0);
+        if let Some(window) = per_hour {
+            o["kube_requests_per_object_hour"] =
+                json!(per_object_hour(req.total as f64, objects, window));
+            o["events_per_object_hour"] =
+                json!(per_object_hour(req.events as f64, objects, window));
+        }
     }
     if converged_rss.is_finite() {
         out["memory"] = json!({
@@ -494,7 +528,7 @@ pub async fn run_peer(
     for s in standins {
         s.shutdown().await;
     }
-    delete_namespace(client, &ns).await;
+    super::namespace::remove(client, &ns, args.create_concurrency).await;
     Ok(out)
 }
 
@@ -546,7 +580,7 @@ pub async fn shards(
     for s in standins {
         s.shutdown().await;
     }
-    delete_namespace(client, &ns).await;
+    super::namespace::remove(client, &ns, args.create_concurrency).await;
     Ok(
         json!({"shards": count, "converged": converged, "all_ready_ms": total_ms,
               "idle_rss_mib": idle, "rss_mib": rss,

@@ -23,6 +23,10 @@ const FIGURES: &[(&str, &str)] = &[
         "relist_peak_over_idle_ratio",
         "/restart/relist_peak_over_idle_ratio",
     ),
+    ("restart_teams_left_ready", "/restart/left_ready/teams"),
+    ("restart_sources_left_ready", "/restart/left_ready/sources"),
+    ("steady_teams_left_ready", "/steady/left_ready/teams"),
+    ("steady_sources_left_ready", "/steady/left_ready/sources"),
     (
         "steady_terdut_per_object_hour",
         "/steady/terdut_calls_per_object_hour",
@@ -83,6 +87,18 @@ pub fn summarize(results: &Value) -> Value {
     Value::Object(out)
 }
 
+fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn round(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
@@ -109,19 +125,27 @@ fn best_d(s: &Value, fig: &str) -> Option<(f64, &'static str)> {
 
 pub fn table(args: &PeersArgs, r: &Value) -> String {
     let s = &r["summary"];
-    let at_target_size = args.objects >= 10_000;
     let verdict = |ok: Option<bool>| match ok {
         Some(true) => "met",
         Some(false) => "NOT met",
         None => "not measured",
     };
-    let sized = |ok: Option<bool>| {
-        if at_target_size {
+    // A verdict at a size the target is not about says so: the scenarios' targets hold at 1,000
+    // and 10,000 objects of each kind, the memory, shard and one-change targets at 10,000.
+    let at = |ok: Option<bool>, least: usize| {
+        if args.objects >= least || ok.is_none() {
             verdict(ok).to_owned()
         } else {
-            format!("{} at {} (target at 10,000)", verdict(ok), args.objects)
+            format!(
+                "{} at {} (target at {})",
+                verdict(ok),
+                args.objects,
+                thousands(least)
+            )
         }
     };
+    let scenario = |ok: Option<bool>| at(ok, 1_000);
+    let sized = |ok: Option<bool>| at(ok, 10_000);
     let mut rows: Vec<[String; 4]> = Vec::new();
     let peers = ["a", "b", "d1", "dN"];
     let all = |fig: &str| {
@@ -152,7 +176,7 @@ pub fn table(args: &PeersArgs, r: &Value) -> String {
             name.into(),
             format!("{}; (a)/floor {}", all(total), show(s, "a", ratio)),
             "(a) ≤ (dN), ≤ 1.2× floor".into(),
-            verdict(ok).into(),
+            scenario(ok),
         ]);
     }
     for (name, fig) in [
@@ -162,6 +186,19 @@ pub fn table(args: &PeersArgs, r: &Value) -> String {
         ("restart: kube-apiserver requests", "restart_kube_requests"),
         ("restart: terdut calls", "restart_terdut_calls"),
         ("restart: CPU seconds", "restart_cpu_secs"),
+        (
+            "restart: teams that left Ready (a flap a user sees)",
+            "restart_teams_left_ready",
+        ),
+        (
+            "restart: sources that left Ready",
+            "restart_sources_left_ready",
+        ),
+        ("steady: teams that left Ready", "steady_teams_left_ready"),
+        (
+            "steady: sources that left Ready",
+            "steady_sources_left_ready",
+        ),
         ("steady: CPU seconds over the window", "steady_cpu_secs"),
         (
             "steady: Events per object per hour",
@@ -184,12 +221,7 @@ pub fn table(args: &PeersArgs, r: &Value) -> String {
             (Some(a), Some((d, _))) => Some(a <= d),
             _ => None,
         };
-        rows.push([
-            name.into(),
-            all(fig),
-            "(a) ≤ (d)'s".into(),
-            verdict(ok).into(),
-        ]);
+        rows.push([name.into(), all(fig), "(a) ≤ (d)'s".into(), scenario(ok)]);
     }
     let p99 = med(s, "a", "change_wave_p99_ms").or(med(s, "a", "change_p99_ms"));
     rows.push([
@@ -227,6 +259,9 @@ pub fn table(args: &PeersArgs, r: &Value) -> String {
         "≤ 1.5×".into(),
         sized(med(s, "a", "relist_peak_over_idle_ratio").map(|v| v <= 1.5)),
     ]);
+    // An actor stays alive 2 s after its pass (passivation), so the share alive is about
+    // 2 s / resync: at a lowered resync the figure says nothing about the 300 s default's.
+    let alive_ok = med(s, "a", "steady_actors_alive_mean_ratio").map(|v| v <= 0.01);
     rows.push([
         "actors alive over the window with its wave (mean share; max)".into(),
         format!(
@@ -235,7 +270,15 @@ pub fn table(args: &PeersArgs, r: &Value) -> String {
             show(s, "a", "steady_actors_alive_max")
         ),
         "≤ 1 % mean".into(),
-        verdict(med(s, "a", "steady_actors_alive_mean_ratio").map(|v| v <= 0.01)).into(),
+        if args.resync_secs < 300 && alive_ok.is_some() {
+            format!(
+                "{} at resync {} s (target at the 300 s default)",
+                scenario(alive_ok),
+                args.resync_secs
+            )
+        } else {
+            scenario(alive_ok)
+        },
     ]);
     let one = med(s, "a", "rss_converged_mib");
     for sh in r["shards"].as_array().into_iter().flatten() {
@@ -271,7 +314,9 @@ pub fn table(args: &PeersArgs, r: &Value) -> String {
         r["loadavg_start"],
         r["loadavg_end"]
     );
-    out.push_str("| target | measured: median [min–max, n] | target | |\n|---|---|---|---|\n");
+    out.push_str(
+        "| measure | median [min–max, n] over the rounds | target | |\n|---|---|---|---|\n",
+    );
     for [a, b, c, d] in rows {
         out.push_str(&format!("| {a} | {b} | {c} | {d} |\n"));
     }

@@ -1,7 +1,8 @@
 //! The bench's own watches of a namespace's teams and sources: when each was first seen Ready,
-//! and for teams the generation their Ready condition speaks for (edit → Ready).
+//! for teams the generation their Ready condition speaks for (edit → Ready), and which objects
+//! left Ready after having been Ready (what a user sees flap, e.g. during a failover).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -20,6 +21,19 @@ struct Seen {
     sources: HashMap<String, Instant>,
     /// A team's newest observed generation with Ready=True.
     team_ready_generation: HashMap<String, i64>,
+    /// Whether each object is Ready now, per kind.
+    teams_now: HashMap<String, bool>,
+    sources_now: HashMap<String, bool>,
+    /// Objects that went from Ready to not Ready since the last [`ReadyWatch::take_left`].
+    teams_left: HashSet<String>,
+    sources_left: HashSet<String>,
+}
+
+/// Records `ready` as the state of `name`; a Ready → not Ready step puts it into `left`.
+fn track(now: &mut HashMap<String, bool>, left: &mut HashSet<String>, name: &str, ready: bool) {
+    if now.insert(name.to_owned(), ready) == Some(true) && !ready {
+        left.insert(name.to_owned());
+    }
 }
 
 /// The watches; they stop when this is dropped.
@@ -55,10 +69,15 @@ impl ReadyWatch {
                     let ready = st
                         .and_then(|s| find(&s.conditions, READY))
                         .is_some_and(|c| c.status == "True");
+                    let name = t.metadata.name.clone().unwrap_or_default();
+                    if let Ok(mut m) = seen.lock() {
+                        let m = &mut *m;
+                        track(&mut m.teams_now, &mut m.teams_left, &name, ready);
+                    }
                     if !ready {
+                        changed.notify_waiters();
                         continue;
                     }
-                    let name = t.metadata.name.clone().unwrap_or_default();
                     let generation = st.and_then(|s| s.observed_generation).unwrap_or(0);
                     if let Ok(mut m) = seen.lock() {
                         m.teams.entry(name.clone()).or_insert_with(Instant::now);
@@ -84,10 +103,13 @@ impl ReadyWatch {
                         .as_ref()
                         .and_then(|s| find(&s.conditions, READY))
                         .is_some_and(|c| c.status == "True");
-                    if ready && let Ok(mut m) = seen.lock() {
-                        m.sources
-                            .entry(o.metadata.name.clone().unwrap_or_default())
-                            .or_insert_with(Instant::now);
+                    let name = o.metadata.name.clone().unwrap_or_default();
+                    if let Ok(mut m) = seen.lock() {
+                        let m = &mut *m;
+                        track(&mut m.sources_now, &mut m.sources_left, &name, ready);
+                        if ready {
+                            m.sources.entry(name).or_insert_with(Instant::now);
+                        }
                     }
                     changed.notify_waiters();
                 }
@@ -105,6 +127,19 @@ impl ReadyWatch {
         self.seen
             .lock()
             .map(|m| (m.teams.len(), m.sources.len()))
+            .unwrap_or_default()
+    }
+
+    /// (teams, sources) that left Ready since the last call, and starts counting again.
+    pub fn take_left(&self) -> (usize, usize) {
+        self.seen
+            .lock()
+            .map(|mut m| {
+                let counts = (m.teams_left.len(), m.sources_left.len());
+                m.teams_left.clear();
+                m.sources_left.clear();
+                counts
+            })
             .unwrap_or_default()
     }
 
