@@ -75,7 +75,7 @@ pub async fn main(images_dir: &Path, keep: bool) -> anyhow::Result<u32> {
 }
 
 /// The operator pods' last lines, for a failed run.
-fn operator_logs(kubectl: &Kubectl) {
+pub fn operator_logs(kubectl: &Kubectl) {
     let out = kubectl.run(&[
         "logs",
         "-n",
