@@ -115,10 +115,10 @@ fuzz SCALE="25":
 demo: tools
     bash e2e/demo.sh
 
-# Not runnable on CI here: kind's default CNI (kindnetd) cannot be built without a registry and
-# Docker 20.10 cannot start kind's privileged nodes on these hosts (docs/node.md "kind node
-# image"); `just e2e-node` runs the scenario instead.
-# The e2e scenario on a kind cluster of three nodes (needs Docker, kind, helm, kubectl).
+# kind's published node image where a registry answers, else the one assembled here (no kindnetd:
+# e2e/kind/cni.sh gives the nodes their network); Docker where it can start privileged
+# containers, else kind's podman provider (docs/node.md "kind"). Not in `test`: ~4 min warm here.
+# The e2e scenario on a kind cluster of three nodes, then a worker drained.
 e2e:
     bash e2e/e2e-kind.sh
 
@@ -126,8 +126,13 @@ e2e:
 kind-demo:
     KEEP=1 bash e2e/e2e-kind.sh
 
+# The cluster, its network, the firewall rule and /lib/modules, if e2e-kind.sh made them.
+# Remove what `just e2e` / `just kind-demo` set up on this host.
+kind-down:
+    bash e2e/kind/down.sh
+
 # kind's base image, the images a node preloads and the node image, assembled here for the pinned
-# Kubernetes (docs/node.md "kind node image"); it stops at kindnetd, which cannot be built here.
+# Kubernetes, without kindnetd, which cannot be built here (docs/node.md "kind node image").
 # A kind node image with no registry.
 kind-node-image:
     bash e2e/kind/node-image.sh

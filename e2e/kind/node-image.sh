@@ -6,15 +6,20 @@
 #   1. a build container of the base image (`sleep infinity`, seccomp unconfined)
 #   2. kubeadm, kubelet, kubectl into /usr/bin, root-owned, executable; /kind/version
 #   3. the images the node needs: `kubeadm config images list` with the pause image replaced
-#      by containerd's sandbox_image, plus the images of kind's default CNI and storage
-#      manifests, which are written to /kind/manifests/ from kind's source
+#      by containerd's sandbox_image, plus the images of kind's storage manifest, which is
+#      written to /kind/manifests/ from kind's source. Not kind's default CNI: kindnetd cannot
+#      be built here (the Go module proxy does not serve it), so this image has no
+#      /kind/manifests/default-cni.yaml and no kindnetd, and is labelled terdut.kind.cni=none;
+#      a cluster of it sets `networking.disableDefaultCNI: true` and gets its network from
+#      e2e/kind/cni.sh (docs/node.md "The network without kindnetd")
 #   4. containerd started in the container, each tar imported as kind imports its own
 #      (`ctr -n k8s.io images import --label=io.cri-containerd.pinned=pinned --all-platforms
 #      --no-unpack --digests`), containerd stopped
 #   5. `docker commit` with kind's ENTRYPOINT and empty proxy variables
 # Every image step 3 names must be there: a missing one stops the build, naming it (nothing is
-# pulled, and nothing stands in for it). Idempotent: an image whose recipe label matches its
-# inputs is kept. Prints the image name.
+# pulled, and nothing stands in for it; kind asked for its default CNI on this image fails at
+# "failed to read CNI manifest" rather than running something else under kindnetd's name).
+# Idempotent: an image whose recipe label matches its inputs is kept. Prints the image name.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 KIND_VERSION="${KIND_VERSION:-v0.33.0}"
@@ -35,7 +40,6 @@ kind_const() { go run e2e/kind/manifests/main.go "$NODEIMAGE" "$1"; }
 # kind's storage manifest names local-path-provisioner v0.0.34; the one built here is v0.0.33
 # under a name of its own (e2e/kind/images.sh).
 PROVISIONER_LOCAL=terdut-local/kind-local-path-provisioner:v0.0.33
-CNI_MANIFEST=$(kind_const defaultCNIManifest)
 STORAGE_MANIFEST=$(kind_const defaultStorageManifest | sed "s#$(kind_const storageProvisionerImage)#$PROVISIONER_LOCAL#")
 BINARIES=("$K8S_BIN/kubeadm" "$K8S_BIN/kubelet" "$K8S_BIN/kubectl")
 
@@ -56,7 +60,7 @@ canonical() {
 declare -A HAVE=()
 for ref in "${!TAR_OF[@]}"; do HAVE[$(canonical "$ref")]=${TAR_OF[$ref]}; done
 
-RECIPE=$( { cat "$0" e2e/kind/manifests/main.go; echo "$BASE"; sha256sum "${BINARIES[@]}" | cut -d' ' -f1; cat "$TARS"/*.tar.id; echo "$CNI_MANIFEST$STORAGE_MANIFEST"; } | sha256sum | cut -c1-12)
+RECIPE=$( { cat "$0" e2e/kind/manifests/main.go; echo "$BASE"; sha256sum "${BINARIES[@]}" | cut -d' ' -f1; cat "$TARS"/*.tar.id; echo "$STORAGE_MANIFEST"; } | sha256sum | cut -c1-12)
 IMAGE="terdut-local/kind-node:$K8S_VERSION-$RECIPE"
 if "$DOCKER" image inspect "$IMAGE" >/dev/null 2>&1; then
   echo "$IMAGE"
@@ -76,24 +80,20 @@ for b in "${BINARIES[@]}"; do
 done
 printf '%s' "$K8S_VERSION" | inside sh -c 'cat > /kind/version'
 
-# kubeadm's list, kind's sandbox image instead of kubeadm's pause, kind's CNI and storage images.
+# kubeadm's list, kind's sandbox image instead of kubeadm's pause, kind's storage images.
 sandbox=$(inside cat /etc/containerd/config.toml | sed -n 's/^ *sandbox_image *= *"\(.*\)"/\1/p')
 required=$(inside kubeadm config images list --kubernetes-version "$K8S_VERSION" | grep -v pause)
-required="$required $sandbox $(kind_const kindnetdImage) $PROVISIONER_LOCAL $(kind_const storageHelperImage)"
+required="$required $sandbox $PROVISIONER_LOCAL $(kind_const storageHelperImage)"
 missing=()
 for ref in $required; do
   [ -n "${HAVE[$(canonical "$ref")]:-}" ] || missing+=("$ref")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
   log "no image for ${missing[*]}: the node would have to pull it, and no registry answers here."
-  case " ${missing[*]} " in *kindnetd*)
-    log "kindnetd (kind's default CNI, module sigs.k8s.io/kind/images/kindnetd) cannot be built here: the Go module proxy does not serve it (docs/node.md \"kind node image\")." ;;
-  esac
   exit 1
 fi
 
 inside mkdir -p /kind/manifests
-printf '%s' "$CNI_MANIFEST" | inside sh -c 'cat > /kind/manifests/default-cni.yaml'
 printf '%s' "$STORAGE_MANIFEST" | inside sh -c 'cat > /kind/manifests/default-storage.yaml'
 
 inside bash -c 'nohup containerd > /dev/null 2>&1 &'
@@ -109,6 +109,6 @@ inside bash -c 'while ps -C containerd -o stat= | grep -qv Z; do sleep 0.2; done
 "$DOCKER" commit \
   --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \
   --change 'ENV HTTP_PROXY="" HTTPS_PROXY="" NO_PROXY=""' \
-  --change "LABEL terdut.recipe=$RECIPE" "$id" "$IMAGE" >/dev/null
+  --change "LABEL terdut.recipe=$RECIPE terdut.kind.cni=none" "$id" "$IMAGE" >/dev/null
 log "$IMAGE built in $((SECONDS - t0)) s, $("$DOCKER" image inspect -f '{{.Size}}' "$IMAGE" | awk '{printf "%.1f MB", $1/1e6}')"
 echo "$IMAGE"

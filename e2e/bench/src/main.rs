@@ -269,11 +269,15 @@ async fn start_operator(
             server_url_template: "http://127.0.0.1:{port}".into(),
             cluster_domain: "cluster.local".into(),
             watch_namespaces: vec![ns.to_owned()],
+            // Its records and instance claim (team::records, routing::claims) live there too.
+            operator_namespace: ns.to_owned(),
             ..OperatorConfig::default()
         },
         restart_policy: RestartPolicy::default(),
         clock: Arc::new(SystemClock),
         instance: "bench".into(),
+        health: Default::default(),
+        faults: Default::default(),
     };
     let mut running = operator::start_with(
         terdut_actors::kube_clients::KubeClients::from_client(cp.client().await?),
@@ -760,12 +764,12 @@ async fn forced_resync(
     reset_calls(standins).await?;
     let before = Scrape::take(registry);
     let timeout = Duration::from_secs(10);
-    let servers = snapshot(&running.tree.servers, timeout).await?;
+    let servers = snapshot(&running.tree.servers(), timeout).await?;
     let t0 = Instant::now();
     for key in servers.children.keys() {
         running
             .tree
-            .servers
+            .servers()
             .cast(SupervisorMsg::Forward(key.clone(), ServerMsg::Resync))?;
     }
     // Every team and source actor, under whichever host it lives.

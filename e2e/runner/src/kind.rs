@@ -1,5 +1,11 @@
 //! `just e2e`: the same scenario on a kind cluster (e2e/e2e-kind.sh creates it and loads the
-//! images), reached with `kubectl port-forward`.
+//! images), reached with `kubectl port-forward`; before its teardown, what only several nodes
+//! show: the operator's replicas on different nodes (placement.rs) and a worker drained
+//! (drain.rs). `--keep` stops after the golden path, as everywhere.
+
+mod drain;
+mod placement;
+mod shared_data;
 
 use std::path::PathBuf;
 
@@ -39,7 +45,20 @@ pub async fn main(keep: bool) -> anyhow::Result<u32> {
         prometheus: "terdut-prometheus:e2e".into(),
         pull_policy: "IfNotPresent".into(),
     };
-    cluster::scenario(&run, &helm, &images, keep).await?;
+    let result = cluster::scenario_with(&run, &helm, &images, keep, async |run| {
+        placement::check_spread(run).await?;
+        drain::check(run).await
+    })
+    .await;
+    if result.is_err() || run.checks.failed() > 0 {
+        let pods = run
+            .kubectl
+            .run(&["get", "pods", "-A", "-o", "wide"])
+            .unwrap_or_else(|e| format!("{e:#}"));
+        println!("--- pods\n{pods}");
+        crate::node::operator_logs(&run.kubectl);
+    }
+    result?;
     println!("kind e2e: {}", run.checks.summary());
     Ok(run.checks.failed())
 }

@@ -135,7 +135,7 @@ pub async fn main(images_dir: &Path, release: Option<&Path>, keep: bool) -> anyh
 }
 
 /// The operator pods' last lines, for a failed run.
-fn operator_logs(kubectl: &Kubectl) {
+pub fn operator_logs(kubectl: &Kubectl) {
     let out = kubectl.run(&[
         "logs",
         "-n",

@@ -1,8 +1,11 @@
 //! How the test, on the host, reaches what runs in the cluster.
 //! - node: directly. The host routes the pod and service ranges through the node, so a
 //!   Service's ClusterIP goes through kube-proxy exactly as a pod's request would.
-//! - kind: `kubectl port-forward` (the kind node's ranges are not routed to the host); a
-//!   forward whose pod went away is started again.
+//! - kind: `kubectl port-forward` (the kind node's ranges are not routed to the host) to a pod:
+//!   for a Service, one of its ready endpoints that is not terminating, picked again on every
+//!   call, as kube-proxy would send a new connection (a `port-forward svc/...` stays with the
+//!   pod it first picked, even while that pod terminates); a forward whose pod went away is
+//!   started again.
 //! - local: the stand-in and the operator are processes on loopback.
 
 use std::collections::HashMap;
@@ -12,6 +15,8 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::ListParams;
 use kube::{Api, Client};
 
 use crate::kubectl::Kubectl;
@@ -44,7 +49,10 @@ impl Reach {
                     .with_context(|| format!("Service {ns}/{name} has no ClusterIP"))?;
                 Ok(format!("http://{ip}:{port}"))
             }
-            Self::PortForward(f) => f.url(&format!("svc/{name}"), ns, port).await,
+            Self::PortForward(f) => {
+                let (pod, target) = ready_endpoint(client, ns, name, port).await?;
+                f.url(&format!("pod/{pod}"), ns, target).await
+            }
         }
     }
 
@@ -69,6 +77,55 @@ impl Reach {
             Self::PortForward(f) => f.url(&format!("pod/{name}"), ns, port).await,
         }
     }
+}
+
+/// A ready, not terminating endpoint pod of Service `ns/name` and the pod's port behind the
+/// Service's `port`, from its EndpointSlices.
+async fn ready_endpoint(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    port: u16,
+) -> anyhow::Result<(String, u16)> {
+    let svc = Api::<Service>::namespaced(client.clone(), ns)
+        .get(name)
+        .await?;
+    let port_name = svc
+        .spec
+        .and_then(|s| s.ports)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|p| p.port == i32::from(port))
+        .with_context(|| format!("Service {ns}/{name} has no port {port}"))?
+        .name;
+    let slices = Api::<EndpointSlice>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels(&format!("kubernetes.io/service-name={name}")))
+        .await?;
+    for slice in slices.items {
+        let target = slice
+            .ports
+            .unwrap_or_default()
+            .into_iter()
+            .find(|p| p.name == port_name)
+            .and_then(|p| p.port)
+            .and_then(|p| u16::try_from(p).ok());
+        let Some(target) = target else { continue };
+        let pod = slice
+            .endpoints
+            .unwrap_or_default()
+            .into_iter()
+            .find_map(|e| {
+                let c = e.conditions.unwrap_or_default();
+                let usable = c.ready == Some(true) && c.terminating != Some(true);
+                e.target_ref
+                    .filter(|r| usable && r.kind.as_deref() == Some("Pod"))
+                    .and_then(|r| r.name)
+            });
+        if let Some(pod) = pod {
+            return Ok((pod, target));
+        }
+    }
+    bail!("Service {ns}/{name} has no ready endpoint")
 }
 
 /// Running `kubectl port-forward`s, one per target.

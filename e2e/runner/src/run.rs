@@ -95,13 +95,14 @@ impl Run {
     }
 
     /// Waits until the server answers through its Service: a Service's address works only
-    /// once kube-proxy has written its rules, a moment after its pods turn Ready.
+    /// once kube-proxy has written its rules, a moment after its pods turn Ready. The address
+    /// is asked for on every try: a port-forward (kind) ends with the pod it went to.
     pub async fn wait_server(&self) -> anyhow::Result<()> {
-        let url = format!("{}/healthz", self.server_url().await?);
         crate::wait::until(
             "the server through its Service",
             std::time::Duration::from_secs(60),
             || async {
+                let url = format!("{}/healthz", self.server_url().await?);
                 Ok(self
                     .http
                     .get(&url)

@@ -56,6 +56,8 @@ async fn main() -> anyhow::Result<()> {
         restart_policy: RestartPolicy::default(),
         clock: Arc::new(SystemClock),
         instance: "peer-kube".into(),
+        health: terdut_actors::runtime::health::Health::default(),
+        faults: terdut_actors::runtime::faults::Faults::default(),
     };
     let mut running = operator::start_with(
         KubeClients::from_client(client.clone()),

@@ -48,7 +48,7 @@ pub(super) async fn operator_pods(run: &Run) -> anyhow::Result<Vec<String>> {
 }
 
 /// Sets a team's displayName (a merge patch, as `kubectl patch` would).
-pub(super) async fn rename(run: &Run, ns: &str, team: &str, display: &str) -> anyhow::Result<()> {
+pub async fn rename(run: &Run, ns: &str, team: &str, display: &str) -> anyhow::Result<()> {
     Api::<TerdutTeam>::namespaced(run.client.clone(), ns)
         .patch(
             team,
@@ -60,12 +60,7 @@ pub(super) async fn rename(run: &Run, ns: &str, team: &str, display: &str) -> an
 }
 
 /// Whether the server shows the team `ns/team` under `display`.
-pub(super) async fn server_shows(
-    run: &Run,
-    ns: &str,
-    team: &str,
-    display: &str,
-) -> anyhow::Result<bool> {
+pub async fn server_shows(run: &Run, ns: &str, team: &str, display: &str) -> anyhow::Result<bool> {
     let state = run.admin().await?.state().await?;
     Ok(state
         .team_by_external_id(&format!("{ns}/{team}"))

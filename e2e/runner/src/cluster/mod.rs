@@ -71,6 +71,18 @@ async fn leader_metrics_url(run: &Run) -> anyhow::Result<String> {
 
 /// Everything up to the golden path's verification; `keep` stops there.
 pub async fn scenario(run: &Run, helm: &Helm, images: &Images, keep: bool) -> anyhow::Result<()> {
+    scenario_with(run, helm, images, keep, async |_| Ok(())).await
+}
+
+/// The scenario with `before_teardown` run after the exercises, on everything still up, before
+/// it is all deleted: `just e2e`'s checks of what only several nodes show (kind.rs).
+pub async fn scenario_with(
+    run: &Run,
+    helm: &Helm,
+    images: &Images,
+    keep: bool,
+    before_teardown: impl AsyncFnOnce(&Run) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     helm::install(run, helm, images).await?;
     prometheus::deploy(run, helm, &images.prometheus).await?;
 
@@ -123,6 +135,7 @@ pub async fn scenario(run: &Run, helm: &Helm, images: &Images, keep: bool) -> an
     prometheus::check(run).await?;
     dashboard::check(run).await?;
     liveness::check(run, helm).await?;
+    before_teardown(run).await?;
 
     golden::delete_teams_and_sources(run)?;
     golden::check_server_empty(run).await?;
