@@ -82,6 +82,18 @@ pub struct OperatorConfig {
     pub instance_name: String,
 }
 
+impl OperatorConfig {
+    /// What this instance selects (`--watch-namespaces`, `--watch-namespace-selector`,
+    /// `--selector`), as its instance claim and the routing compare it.
+    pub fn scope(&self) -> crate::routing::scope::Scope {
+        crate::routing::scope::Scope {
+            namespaces: self.watch_namespaces.clone(),
+            namespace_selector: self.watch_namespace_selector.clone(),
+            selector: self.selector.clone(),
+        }
+    }
+}
+
 impl Default for OperatorConfig {
     fn default() -> Self {
         Self {

@@ -70,6 +70,15 @@ impl fmt::Display for ObjectKey {
     }
 }
 
+/// The key of the server a team's `serverRef` names.
+pub fn team_server_key(team: &terdut_crds::v1alpha1::TerdutTeam) -> ObjectKey {
+    let team_ns = team.metadata.namespace.clone().unwrap_or_default();
+    ObjectKey::new(
+        team.spec.server_ref.namespace.clone().unwrap_or(team_ns),
+        team.spec.server_ref.name.clone(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::ObjectKey;

@@ -3,3 +3,6 @@
 
 /// The annotation that pauses any of the three kinds (`"true"`).
 pub const PAUSE_ANNOTATION: &str = "terdut.ryuvia.com/paused";
+
+/// The one field manager of every write the operator makes.
+pub const FIELD_MANAGER: &str = "terdut-operator";

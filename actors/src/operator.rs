@@ -509,7 +509,7 @@ pub async fn start_with(
     // before it knows the others'.
     let claims = Arc::new(crate::routing::claims::Claims::new(
         &opts.config.instance_name,
-        crate::routing::scope::Scope::of(&opts.config),
+        opts.config.scope(),
     ));
     if let Err(e) = claims
         .refresh(&client, &opts.config.operator_namespace)

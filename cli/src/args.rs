@@ -70,7 +70,7 @@ pub enum Command {
     /// runs for `kubectl terdut <TAB>`).
     Completion {
         #[arg(value_enum)]
-        shell: crate::complete::Shell,
+        shell: Shell,
     },
     /// Candidates for the words typed so far, in Cobra's format (kubectl_complete-terdut).
     #[command(name = "__complete", hide = true)]
@@ -161,4 +161,15 @@ mod tests {
         };
         assert_eq!(words, ["status", "-o", ""]);
     }
+}
+
+/// What `completion` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+    Powershell,
+    /// The `kubectl_complete-terdut` executable kubectl runs for `kubectl terdut <TAB>`.
+    Kubectl,
 }

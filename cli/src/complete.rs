@@ -9,19 +9,8 @@
 
 use clap::CommandFactory as _;
 
-use crate::args::Cli;
+use crate::args::{Cli, Shell};
 use crate::kinds::Kind;
-
-/// What `completion` prints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Shell {
-    Bash,
-    Zsh,
-    Fish,
-    Powershell,
-    /// The `kubectl_complete-terdut` executable kubectl runs for `kubectl terdut <TAB>`.
-    Kubectl,
-}
 
 /// The `kubectl_complete-terdut` script: put it on PATH, executable.
 pub const KUBECTL_PLUGIN_SCRIPT: &str = "#!/bin/sh\n# kubectl runs this for `kubectl terdut <TAB>` (kubectl 1.26+): keep it on PATH, executable.\nexec kubectl-terdut __complete \"$@\"\n";

@@ -6,7 +6,8 @@ A citation is a markdown link to a local file, or a path in backticks with a fil
 file from the repository's root or the document's folder, or is the tail of a tracked file's
 path (the docs shorten `actors/src/team/plan.rs` to `team/plan.rs` where the crate is clear).
 Left alone: URLs, absolute paths (this machine's, not the repository's), paths with
-placeholders (`<name>`, `*`, `{}`, `...`) and what builds write (`target/`, `.tmp/`).
+placeholders (`<name>`, `*`, `{}`, `...`, `VERSION`), what builds write (`target/`, `.tmp/`,
+and the release's files named in NOT_OURS) and files of other projects the docs name.
 """
 import os
 import re
@@ -17,6 +18,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXT = r"(?:rs|sh|py|md|yaml|yml|toml|json|lua|go|txt|tpl|lock|mod|sum)"
 TICKED = re.compile(r"`([A-Za-z0-9_.\-/]+\." + EXT + r")(?::\d+)?`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
+# Named in the docs, never in this repository: a release's generated files (release/release.sh)
+# and files of other projects (containerd's hosts.toml, kind's cri-base.json, kindnetd's sources).
+NOT_OURS = {"CHANGELOG.md", "RELEASE-NOTES.md", "release.json", "hosts.toml", "cri-base.json",
+            "cni.go", "routes.go"}
 SKIP_PREFIX = ("target/", ".tmp/", "/", "~", "-", "http:", "https:", "mailto:", "#")
 
 
@@ -52,6 +57,8 @@ def main():
         cites += [(m.group(1), "path") for m in TICKED.finditer(text)]
         for cited, how in cites:
             if cited.startswith(SKIP_PREFIX) or any(c in cited for c in "<>*{}$") or "..." in cited:
+                continue
+            if cited in NOT_OURS or "VERSION" in cited:
                 continue
             if how == "link" and ":" in cited.split("/")[0]:
                 continue

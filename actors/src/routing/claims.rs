@@ -23,7 +23,7 @@ use serde_json::json;
 
 use super::scope::Scope;
 use super::selector::Selector;
-use crate::write::apply::FIELD_MANAGER;
+use crate::names::FIELD_MANAGER;
 
 /// The label of every claim.
 pub const LABEL: &str = "terdut.ryuvia.com/instance-claim";

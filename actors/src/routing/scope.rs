@@ -17,14 +17,6 @@ pub struct Scope {
 }
 
 impl Scope {
-    pub fn of(config: &crate::context::OperatorConfig) -> Self {
-        Self {
-            namespaces: config.watch_namespaces.clone(),
-            namespace_selector: config.watch_namespace_selector.clone(),
-            selector: config.selector.clone(),
-        }
-    }
-
     /// Why a namespace is outside the scope, if it is; `namespace_labels` `None`: unknown.
     pub fn namespace_excluded(
         &self,

@@ -246,14 +246,7 @@ async fn referenced_secret(
     })
 }
 
-/// The namespace of the server a team's `serverRef` names.
-pub fn team_server_key(team: &terdut_crds::v1alpha1::TerdutTeam) -> ObjectKey {
-    let team_ns = team.metadata.namespace.clone().unwrap_or_default();
-    ObjectKey::new(
-        team.spec.server_ref.namespace.clone().unwrap_or(team_ns),
-        team.spec.server_ref.name.clone(),
-    )
-}
+pub use crate::key::team_server_key;
 
 /// TerdutTeams naming this server, by consent outcome (issue: "the TerdutServer status counts
 /// accepted and refused teams").

@@ -235,7 +235,7 @@ pub enum Uncached {
 /// Looks at a TerdutServer the caches do not show: a metadata read, unless its namespace is
 /// outside the scope (where this instance may have no right to read).
 pub async fn uncached(ctx: &Ctx, server: &ObjectKey) -> Result<Uncached, ReconcileError> {
-    let scope = crate::routing::scope::Scope::of(&ctx.config);
+    let scope = ctx.config.scope();
     let namespace_labels = ctx
         .stores
         .namespaces

@@ -40,7 +40,7 @@ use tokio::sync::{OnceCell, oneshot};
 use super::guard::Record;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
-use crate::write::apply::FIELD_MANAGER;
+use crate::names::FIELD_MANAGER;
 
 /// How many ConfigMaps hold the records: one per hex character a uid can start with.
 pub const SHARDS: usize = 16;

@@ -13,7 +13,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use terdut_crds::v1alpha1::TerdutTeam;
 
 use crate::key::ObjectKey;
-use crate::server::observe::team_server_key;
+use crate::key::team_server_key;
 
 /// The order teams are admitted in: creation time (whole seconds, as the API server keeps
 /// it), then name.

@@ -32,8 +32,7 @@ use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::kind::Kind;
 
-/// The one field manager of every write the operator makes.
-pub const FIELD_MANAGER: &str = "terdut-operator";
+pub use crate::names::FIELD_MANAGER;
 
 /// Which object a write may land on.
 #[derive(Clone, Copy, Debug, PartialEq)]
