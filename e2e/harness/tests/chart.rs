@@ -415,6 +415,10 @@ async fn the_chart_service_account_is_refused_what_the_operator_never_does() {
         ),
         // The leader's own pod-deletion-cost (actors/src/runtime/leader_pod.rs).
         ("", "pods", "patch", Some("x")),
+        // The team records and the instance claims, in the release namespace only
+        // (team/records.rs, routing/claims.rs; refused elsewhere, below).
+        ("", "configmaps", "list", None),
+        ("", "configmaps", "create", None),
     ] {
         assert!(
             allowed(&client, &user, &ns, p).await,
@@ -438,7 +442,7 @@ async fn the_chart_service_account_is_refused_what_the_operator_never_does() {
         ("postgresql.cnpg.io", "clusters", "list", None),
         ("postgresql.cnpg.io", "clusters", "watch", None),
         ("", "namespaces", "get", Some("x")),
-        ("", "configmaps", "list", None),
+        ("", "configmaps", "update", Some("x")),
         ("", "pods", "create", None),
         ("", "pods", "get", Some("x")),
         ("", "pods", "delete", Some("x")),
@@ -479,7 +483,12 @@ async fn the_chart_service_account_is_refused_what_the_operator_never_does() {
         format!("system:serviceaccounts:{ns}"),
     ]);
     let sa = kube::Client::try_from(config).unwrap();
-    let cms = kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(sa.clone(), &ns);
+    // ConfigMaps only in the release namespace: another namespace's are refused.
+    assert!(
+        !allowed(&client, &user, "default", ("", "configmaps", "list", None)).await,
+        "configmaps outside the release namespace must be refused"
+    );
+    let cms = kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(sa.clone(), "default");
     let refused = cms.list(&Default::default()).await;
     assert!(
         matches!(&refused, Err(kube::Error::Api(e)) if e.code == 403),
