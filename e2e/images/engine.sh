@@ -15,7 +15,15 @@ if ! "$DOCKER" info >/dev/null 2>&1; then
   mkdir -p "$CACHE/docker"
   echo "[engine] starting dockerd (log: $CACHE/docker/dockerd.log)" >&2
   # setsid: the daemon outlives the recipe that started it, like a system service would.
-  setsid dockerd > "$CACHE/docker/dockerd.log" 2>&1 < /dev/null &
+  # Only stdin/out/err: a daemon that inherited a caller's lock (`flock FILE just ...` keeps
+  # it on an open descriptor) would hold that lock for as long as it runs.
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    exec setsid dockerd > "$CACHE/docker/dockerd.log" 2>&1 < /dev/null
+  ) &
   for _ in $(seq 1 120); do "$DOCKER" info >/dev/null 2>&1 && break; sleep 0.5; done
   "$DOCKER" info >/dev/null 2>&1 || { tail -20 "$CACHE/docker/dockerd.log" >&2; exit 1; }
 fi
