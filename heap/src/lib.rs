@@ -8,7 +8,8 @@
 //! operator gives back what thousands of passivated actors freed (glibc's allocator kept them:
 //! ADR 0009's figures). [`stats`] tells what the operator uses from what the allocator keeps.
 
-use tikv_jemalloc_ctl::{epoch, stats as jstats};
+use std::ffi::{CStr, c_void};
+use std::mem::size_of;
 
 /// The global allocator of every binary linking this crate.
 #[global_allocator]
@@ -47,9 +48,9 @@ impl Allocator {
 #[must_use]
 pub fn stats() -> Option<HeapStats> {
     // The statistics are a snapshot that advancing the epoch refreshes.
-    epoch::advance().ok()?;
-    let allocated = jstats::allocated::read().ok()?;
-    let resident = jstats::resident::read().ok()?;
+    advance_epoch()?;
+    let allocated = read::<usize>(c"stats.allocated")?;
+    let resident = read::<usize>(c"stats.resident")?;
     Some(HeapStats {
         allocator: Allocator::Jemalloc,
         in_use: allocated,
@@ -60,7 +61,47 @@ pub fn stats() -> Option<HeapStats> {
 /// Whether jemalloc's background purging thread is on (the build enables it by default).
 #[must_use]
 pub fn background_purge() -> bool {
-    tikv_jemalloc_ctl::background_thread::read().unwrap_or(false)
+    read::<bool>(c"background_thread").unwrap_or(false)
+}
+
+/// Reads the value of a read-only `mallctl` name whose C type is `T` (`size_t` is `usize`,
+/// `bool` is `bool`).
+#[allow(unsafe_code)]
+fn read<T: Copy + Default>(name: &CStr) -> Option<T> {
+    let mut value = T::default();
+    let mut len = size_of::<T>();
+    // SAFETY: `name` is NUL-terminated; `value` is a live, writable `T` and `len` its size,
+    // which is the size jemalloc writes for the names read here (checked after the call:
+    // jemalloc refuses with EINVAL rather than write past `len`); no new value is passed.
+    let rc = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            name.as_ptr(),
+            (&raw mut value).cast::<c_void>(),
+            &raw mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    (rc == 0 && len == size_of::<T>()).then_some(value)
+}
+
+/// Refreshes the snapshot the `stats.*` names read (`epoch`, a `uint64_t`: writing any value
+/// advances it).
+#[allow(unsafe_code)]
+fn advance_epoch() -> Option<()> {
+    let mut new: u64 = 1;
+    // SAFETY: `epoch` takes a `uint64_t`: `new` is a live `u64` and the length is its size;
+    // the old value is not asked for (null, null).
+    let rc = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"epoch".as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            (&raw mut new).cast::<c_void>(),
+            size_of::<u64>(),
+        )
+    };
+    (rc == 0).then_some(())
 }
 
 #[cfg(test)]
