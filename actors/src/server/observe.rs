@@ -248,8 +248,8 @@ async fn referenced_secret(
 
 pub use crate::key::team_server_key;
 
-/// TerdutTeams naming this server, by consent outcome (issue: "the TerdutServer status counts
-/// accepted and refused teams").
+/// TerdutTeams naming this server, by consent outcome: the TerdutServer's status counts the
+/// accepted and the refused teams (docs/design.md §4.6).
 fn team_counts(ctx: &Ctx, server: &TerdutServer) -> TeamCounts {
     let me = ObjectKey::of(server);
     let mut counts = TeamCounts::default();
