@@ -416,9 +416,9 @@ pub struct AllowedTeams {
     /// The namespaces whose TerdutTeams may attach.
     #[serde(default)]
     pub namespaces: AllowedNamespaces,
+    // docs/design.md §4.6 "Policies".
     /// Per-namespace rules for the admitted TerdutTeams of other namespaces, in order: the
-    /// first whose `namespaces` match applies; a namespace no policy matches is not restricted
-    /// (docs/design.md §4.6 "Policies").
+    /// first whose `namespaces` match applies; a namespace no policy matches is not restricted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]

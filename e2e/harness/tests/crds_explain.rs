@@ -77,18 +77,35 @@ async fn client_side_apply_and_kubectl_explain_work_on_every_field() {
         out.len()
     );
 
+    // Established, then published: kubectl explain reads discovery and the OpenAPI document,
+    // which trail a CRD's update by a moment (more on a loaded machine).
     let (ok, out) = cp
-        .kubectl(&["explain", "terdutservers.spec.database.cnpgClusterRef.name"])
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/terdutservers.terdut.ryuvia.com",
+        ])
         .unwrap();
+    assert!(ok, "{out}");
+    let explain = |path: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let (ok, out) = cp.kubectl(&["explain", path]).unwrap();
+            if ok || std::time::Instant::now() > deadline {
+                return (ok, out);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+    };
+    let (ok, out) = explain("terdutservers.spec.database.cnpgClusterRef.name");
     // kubectl explain wraps its text: compare with the whitespace collapsed.
     let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         ok && flat(&out).contains("`<name>-rw` is still a Service name"),
         "{out}"
     );
-    let (ok, out) = cp
-        .kubectl(&["explain", "terdutservers.spec.pod.affinity.nodeAffinity"])
-        .unwrap();
+    let (ok, out) = explain("terdutservers.spec.pod.affinity.nodeAffinity");
     assert!(
         ok && flat(&out).contains("Describes node affinity scheduling rules"),
         "{out}"

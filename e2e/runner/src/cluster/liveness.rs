@@ -62,9 +62,8 @@ pub async fn check(run: &Run, helm: &Helm) -> anyhow::Result<()> {
         "--set",
         "extraArgs[0]=--test-hooks",
         "--set",
-        "extraArgs[1]=--test-hooks-addr",
-        "--set",
-        &format!("extraArgs[2]=127.0.0.1:{HOOKS_PORT}"),
+        // One argument: the chart's schema takes only flags in extraArgs.
+        &format!("extraArgs[1]=--test-hooks-addr=127.0.0.1:{HOOKS_PORT}"),
         "--wait",
         "--timeout",
         "3m",
