@@ -39,7 +39,7 @@ pub async fn apply(
     let r = match observed {
         Observed::Stopped { outcome, team_id } => return Ok(Applied { outcome, team_id }),
         Observed::Declined(d) => {
-            return decline(ctx, team, &d.server, &d.team, d.keep, memory).await;
+            return decline(ctx, team, &d.server, &d.team, d.keep, false, memory).await;
         }
         Observed::Reachable(r) => r,
     };
@@ -113,7 +113,9 @@ pub async fn apply(
                             // The record this pass wrote is taken back (one older than the
                             // records keeps its judgement).
                             let keep = guard::kept_after_decline(before, e.legacy.is_some());
-                            return decline(ctx, team, &server, &t, keep, memory).await;
+                            // This pass added the finalizer (above), which `team`, read
+                            // before it, does not show.
+                            return decline(ctx, team, &server, &t, keep, true, memory).await;
                         }
                     }
                     let id = t.id;
@@ -273,6 +275,7 @@ async fn decline(
     server: &ObjectKey,
     t: &Team,
     record: Record,
+    added_finalizer: bool,
     memory: &mut TeamMemory,
 ) -> Result<Applied, ReconcileError> {
     let uid = team.uid().unwrap_or_default();
@@ -284,7 +287,9 @@ async fn decline(
         Record::Declined => ctx.records.declined(&uid, &key).await?,
         _ => ctx.records.forget(&uid).await?,
     }
-    if finalizer::has(team, FINALIZER)
+    // Released before the status says `Adopted`, so no reader sees a declined team holding a
+    // finalizer.
+    if (added_finalizer || finalizer::has(team, FINALIZER))
         && let Err(e) = release_live(ctx, team).await
     {
         return Ok(Applied {
