@@ -140,7 +140,19 @@ pub async fn start_operator(
         .await
         .unwrap();
     let clients = terdut_actors::kube_clients::KubeClients::from_config(kube_config).unwrap();
-    ensure_namespace(&clients.reconcile, &config.operator_namespace).await;
+    // As an admin, beside the operator's identity: the operator never creates namespaces, and
+    // `just rbac-audit` holds its identity to exactly what the chart grants.
+    let admin = kubeconfig.with_file_name("admin.kubeconfig");
+    let admin = if admin.exists() {
+        let kc = kube::config::Kubeconfig::read_from(&admin).unwrap();
+        let c = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .unwrap();
+        kube::Client::try_from(c).unwrap()
+    } else {
+        clients.reconcile.clone()
+    };
+    ensure_namespace(&admin, &config.operator_namespace).await;
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = Metrics::register(&mut registry);
     let opts = StartOptions {
