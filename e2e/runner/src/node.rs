@@ -6,14 +6,13 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use terdut_testenv::{NodeCluster, NodeOptions, tool};
+use terdut_testenv::{NodeCluster, tool};
 
 use crate::checks::log;
-use crate::cluster::helm::{ChartSource, Helm, NAMESPACE};
+use crate::cluster::helm::{ChartSource, NAMESPACE};
 use crate::cluster::{self, Images};
 use crate::kubectl::Kubectl;
-use crate::reach::Reach;
-use crate::run::{Mode, Run};
+use crate::run::Mode;
 
 /// Every `*.tar` in `dir`.
 pub fn tars(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
@@ -74,27 +73,10 @@ fn publish(dir: &Path, registry: &terdut_testenv::Registry) -> anyhow::Result<Ch
 
 pub async fn main(images_dir: &Path, release: Option<&Path>, keep: bool) -> anyhow::Result<u32> {
     let started = std::time::Instant::now();
-    let cluster = NodeCluster::start(NodeOptions {
-        images: tars(images_dir)?,
-        registry: release.is_some(),
-    })
-    .await?;
-    log(&format!(
-        "node cluster up in {:.1?} (node logs: {})",
-        started.elapsed(),
-        cluster.dir().join("logs").display()
-    ));
+    let (cluster, mut run, helm) =
+        crate::fleet::node::start(Mode::Node, images_dir, &[], release.is_some()).await?;
+    let kubectl = run.kubectl.clone();
     let kubeconfig = cluster.control_plane().kubeconfig().to_path_buf();
-    let kubectl = Kubectl {
-        bin: tool("kubectl")?,
-        kubeconfig: Some(kubeconfig.clone()),
-    };
-    let helm = Helm {
-        bin: tool("helm")?,
-        kubeconfig: Some(kubeconfig.clone()),
-    };
-    let config = Run::config_of(&kubeconfig).await?;
-    let mut run = Run::new(Mode::Node, config, kubectl.clone(), Reach::Routed)?;
     run.promtool = tool("promtool").ok();
     let chart = match (release, cluster.registry()) {
         (Some(dir), Some(registry)) => match publish(dir, registry) {

@@ -12,10 +12,12 @@ use crate::reach::Reach;
 use crate::run::{Mode, Run};
 
 /// The node with every tar of `images` and of `extra` imported, and a run on it.
+/// `registry`: an OCI registry beside the node as well (`just e2e-node` installs from it).
 pub async fn start(
     mode: Mode,
     images: &Path,
     extra: &[PathBuf],
+    registry: bool,
 ) -> anyhow::Result<(NodeCluster, Run, Helm)> {
     let mut tars = crate::node::tars(images)?;
     for dir in extra {
@@ -24,7 +26,7 @@ pub async fn start(
     let started = std::time::Instant::now();
     let cluster = NodeCluster::start(NodeOptions {
         images: tars,
-        registry: false,
+        registry,
     })
     .await?;
     log(&format!(

@@ -78,7 +78,7 @@ pub async fn main(
     log(&format!("node chaos, {}", plan.describe()));
     let started = Instant::now();
     let extra: Vec<_> = deploy.extra_images.iter().cloned().collect();
-    let (cluster, run, helm) = fleet::node::start(Mode::NodeChaos, images, &extra).await?;
+    let (cluster, run, helm) = fleet::node::start(Mode::NodeChaos, images, &extra, false).await?;
     let result = scenario(&cluster, &run, &helm, &plan, deploy).await;
     if let Err(e) = &result {
         run.checks

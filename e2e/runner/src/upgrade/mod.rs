@@ -57,7 +57,7 @@ pub async fn main(
         .context("--previous-image is required")?;
     let started = Instant::now();
     let extra: Vec<_> = deploy.extra_images.iter().cloned().collect();
-    let (cluster, run, helm) = fleet::node::start(Mode::Upgrade, images, &extra).await?;
+    let (cluster, run, helm) = fleet::node::start(Mode::Upgrade, images, &extra, false).await?;
     let kept = std::env::temp_dir().join(format!("terdut-upgrade-logs-{}", std::process::id()));
     let result = async {
         let mut keeper = LogKeeper::start(&cluster.pod_logs_dir(), "terdut-system_", &kept)?;
