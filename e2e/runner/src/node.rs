@@ -3,7 +3,7 @@
 //! release (`--release`, what `just release` wrote): pushed to the OCI registry beside the node
 //! with release/publish.sh, then installed from there as users install it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context as _;
 use terdut_testenv::{NodeCluster, tool};
@@ -13,17 +13,6 @@ use crate::cluster::helm::{ChartSource, NAMESPACE};
 use crate::cluster::{self, Images};
 use crate::kubectl::Kubectl;
 use crate::run::Mode;
-
-/// Every `*.tar` in `dir`.
-pub fn tars(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut tars: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {} (run e2e/images/build.sh)", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "tar"))
-        .collect();
-    tars.sort();
-    Ok(tars)
-}
 
 /// The release's version and image digest (release.json of `just release`).
 fn release_of(dir: &Path) -> anyhow::Result<(String, String)> {

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context as _;
 use terdut_testenv::{NodeCluster, NodeOptions, tool};
 
 use crate::checks::log;
@@ -19,9 +20,9 @@ pub async fn start(
     extra: &[PathBuf],
     registry: bool,
 ) -> anyhow::Result<(NodeCluster, Run, Helm)> {
-    let mut tars = crate::node::tars(images)?;
+    let mut tars = tars_in(images)?;
     for dir in extra {
-        tars.extend(crate::node::tars(dir)?);
+        tars.extend(tars_in(dir)?);
     }
     let started = std::time::Instant::now();
     let cluster = NodeCluster::start(NodeOptions {
@@ -46,4 +47,15 @@ pub async fn start(
     let config = Run::config_of(&kubeconfig).await?;
     let run = Run::new(mode, config, kubectl, Reach::Routed)?;
     Ok((cluster, run, helm))
+}
+
+/// Every `*.tar` in `dir`.
+fn tars_in(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut tars: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {} (run e2e/images/build.sh)", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "tar"))
+        .collect();
+    tars.sort();
+    Ok(tars)
 }
