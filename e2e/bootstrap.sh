@@ -72,6 +72,11 @@ case " $* " in
     command -v debootstrap >/dev/null 2>&1 || pkgs+=(debootstrap)
     [ -x /usr/lib/cni/bridge ] || pkgs+=(containernetworking-plugins)
     pkg-config --exists libseccomp 2>/dev/null || pkgs+=(libseccomp-dev pkg-config)
+    case " $* " in
+      # kind's podman provider, where Debian's Docker cannot start a privileged node
+      # (docs/node.md "kind's podman provider").
+      *" e2e "*|*" kind-demo "*) command -v podman >/dev/null 2>&1 || pkgs+=(podman) ;;
+    esac
     if [ "${#pkgs[@]}" -gt 0 ]; then
       need_deb "${pkgs[*]}" "${pkgs[@]}"
     fi ;;
