@@ -20,10 +20,12 @@ control-plane:
     bash e2e/control-plane/build.sh core
 
 # terdut-health is kstatus and gopher-lua, the health gitops tools read (docs/gitops.md).
-# Build helm, promtool (chart and metrics checks) and terdut-health as well.
+# Build helm, promtool (chart and metrics checks), amtool (the docs' Alertmanager snippet) and
+# terdut-health as well.
 tools: control-plane
     bash e2e/control-plane/build.sh helm
     bash e2e/control-plane/build.sh promtool
+    bash e2e/control-plane/release-tools.sh amtool >/dev/null
     bash e2e/gitops/build.sh >/dev/null
 
 # Regenerate the CRD YAML in the chart from the Rust types.

@@ -144,15 +144,26 @@ where
     }
 }
 
+/// How often [`upgrade`] tries after a conflict, and its first pause: the Deployment
+/// controller writes a new Deployment several times in its first second (revision annotation,
+/// then status), and on a loaded machine three immediate retries all lost to it, leaving the
+/// `Update` entry until the object's next pass. The pauses double: about 3 s in all.
+const UPGRADE_TRIES: u32 = 6;
+const UPGRADE_FIRST_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Makes the field manager's `Update` entry of the object `name` (as `meta` shows it) its
 /// `Apply` entry; a conflict (another writer, e.g. the Deployment controller's revision
-/// annotation right after a create) reads the object again and retries, as long as it is the
-/// same object. A failure is logged: the object stays ours, and the next apply tries again.
+/// annotation right after a create) reads the object again and retries after a pause, as long
+/// as it is the same object. A failure is logged: the object stays ours, and the next apply
+/// tries again before it writes.
 async fn upgrade<K>(ctx: &Ctx, kind: Kind, api: &Api<K>, name: &str, mut meta: ObjectMeta)
 where
     K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
 {
-    for _ in 0..3 {
+    for attempt in 0..UPGRADE_TRIES {
+        if attempt > 0 {
+            tokio::time::sleep(UPGRADE_FIRST_PAUSE * (1 << (attempt - 1))).await;
+        }
         let Some(patch) = upgrade_patch(&meta) else {
             return;
         };
