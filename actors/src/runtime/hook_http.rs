@@ -5,7 +5,11 @@
 //!
 //! - `GET /parts`: the parts' names, one per line;
 //! - `POST /fault?part=<name>&fault=panic|panic-always|end|stall`: arms it (404 for a part
-//!   the operator does not run, 400 for an unknown fault).
+//!   the operator does not run, 400 for an unknown fault);
+//! - `POST /allocate?mib=<1..=4096>`: allocates that much memory, touches every page and keeps
+//!   it for the life of the process: the node chaos run's way to take the leader over a memory
+//!   limit it set just above the container's usage, so the kernel's OOM killer ends it at a
+//!   known moment (docs/reliability.md "Node faults").
 
 use std::net::SocketAddr;
 
@@ -24,6 +28,35 @@ use super::health::Health;
 struct Hooks {
     faults: Faults,
     health: Health,
+}
+
+#[derive(serde::Deserialize)]
+struct Allocate {
+    mib: usize,
+}
+
+/// The most one `/allocate` takes: a typo must not look like a hang.
+const MAX_ALLOCATE_MIB: usize = 4096;
+
+/// Memory `/allocate` took, held until the process ends.
+static HELD: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+
+async fn allocate(Query(q): Query<Allocate>) -> (StatusCode, String) {
+    if q.mib == 0 || q.mib > MAX_ALLOCATE_MIB {
+        return (
+            StatusCode::BAD_REQUEST,
+            format!("mib must be 1..={MAX_ALLOCATE_MIB}\n"),
+        );
+    }
+    tracing::warn!(mib = q.mib, "test hook: allocating and holding memory");
+    let mut held = HELD
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for _ in 0..q.mib {
+        // Non-zero bytes: every page is written, so it counts against the cgroup now.
+        held.push(vec![0xa5; 1 << 20]);
+    }
+    (StatusCode::OK, format!("allocated {} MiB\n", q.mib))
 }
 
 #[derive(serde::Deserialize)]
@@ -73,6 +106,7 @@ pub async fn spawn(
     let app = Router::new()
         .route("/parts", get(parts))
         .route("/fault", post(arm))
+        .route("/allocate", post(allocate))
         .with_state(Hooks { faults, health });
     let task = tokio::spawn(async move {
         axum::serve(listener, app)
@@ -141,6 +175,21 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(list, "writer\n");
+        let allocate = |q: &'static str| {
+            let http = http.clone();
+            async move {
+                http.post(format!("http://{addr}/allocate?{q}"))
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16()
+            }
+        };
+        assert_eq!(allocate("mib=0").await, 400);
+        assert_eq!(allocate("mib=5000").await, 400);
+        assert_eq!(allocate("mib=1").await, 200);
+        assert_eq!(HELD.lock().unwrap().len(), 1);
         stop.cancel();
     }
 }

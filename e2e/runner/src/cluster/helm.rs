@@ -21,6 +21,20 @@ use crate::run::Run;
 pub const RELEASE: &str = "terdut-operator";
 pub const NAMESPACE: &str = "terdut-system";
 
+/// The port of the operator's test hooks (`--test-hooks-addr`, loopback in the pod), reached
+/// with `kubectl port-forward`.
+pub const HOOKS_PORT: u16 = 8081;
+
+/// The `--set`s that turn the test hooks on (inert until a test arms one;
+/// docs/adr/0017-liveness.md). Each flag one argument: the chart's schema takes only flags in
+/// extraArgs.
+pub fn test_hooks_sets() -> [String; 2] {
+    [
+        "extraArgs[0]=--test-hooks".to_owned(),
+        format!("extraArgs[1]=--test-hooks-addr=127.0.0.1:{HOOKS_PORT}"),
+    ]
+}
+
 pub fn chart() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../chart/terdut-operator")
 }

@@ -14,15 +14,14 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::Api;
 use kube::api::ListParams;
 
-use super::helm::{Helm, NAMESPACE, RELEASE};
+use super::helm::{HOOKS_PORT, Helm, NAMESPACE, RELEASE, test_hooks_sets};
 use super::leader;
 use crate::checks::log;
 use crate::reach::Forwards;
 use crate::run::Run;
 use crate::wait;
 
-/// The port of the test hooks (`--test-hooks-addr`, set here), and the HTTP port (the chart's).
-const HOOKS_PORT: u16 = 8081;
+/// The HTTP port (the chart's).
 const HTTP_PORT: u16 = 8080;
 
 /// The operator container's restarts in pod `name`.
@@ -52,6 +51,7 @@ async fn liveness_event(run: &Run, pod: &str) -> anyhow::Result<Option<String>> 
 pub async fn check(run: &Run, helm: &Helm) -> anyhow::Result<()> {
     let started = Instant::now();
     log("liveness: helm upgrade with --test-hooks (a rolling update)");
+    let hooks_on = test_hooks_sets();
     helm.run(&[
         "upgrade",
         RELEASE,
@@ -60,10 +60,9 @@ pub async fn check(run: &Run, helm: &Helm) -> anyhow::Result<()> {
         NAMESPACE,
         "--reuse-values",
         "--set",
-        "extraArgs[0]=--test-hooks",
+        &hooks_on[0],
         "--set",
-        // One argument: the chart's schema takes only flags in extraArgs.
-        &format!("extraArgs[1]=--test-hooks-addr=127.0.0.1:{HOOKS_PORT}"),
+        &hooks_on[1],
         "--wait",
         "--timeout",
         "3m",

@@ -1,14 +1,17 @@
 //! The leader's pod, ended two ways while it reconciles a wave of changes: deleted (the
 //! kubelet sends SIGTERM; the Deployment replaces the pod), and over its memory limit (the
-//! kernel's OOM killer ends the container; the kubelet restarts it in the same pod).
+//! kernel's OOM killer ends the container; the kubelet restarts it in the same pod). The
+//! allocation over the limit is the test hooks' (`/allocate`), so the kill comes at a known
+//! moment whatever the wave's passes allocate.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::{Ctx, Outcome};
 use crate::checks::log;
-use crate::cluster::helm::NAMESPACE;
+use crate::cluster::helm::{HOOKS_PORT, NAMESPACE};
 use crate::fleet::pods;
+use crate::reach::Forwards;
 
 /// How long the test waits for the first change of the wave to reach the server before it
 /// deletes the leader anyway.
@@ -51,18 +54,25 @@ pub async fn delete(ctx: &mut Ctx<'_>) -> anyhow::Result<Outcome> {
     })
 }
 
-/// How long the test keeps squeezing before it calls the fault failed.
+/// How long the test waits for the kernel to end the container once it allocated.
 const OOM_WAIT: Duration = Duration::from_secs(60);
+
+/// The headroom the limit leaves over the container's usage, and what the leader is then made
+/// to allocate: more than the headroom plus anything the kernel could reclaim (its page cache
+/// is the binary's text, a few tens of MiB), so the kill does not depend on what the wave's
+/// passes happen to allocate.
+const HEADROOM_MIB: u64 = 64;
+const ALLOCATE_MIB: u64 = 256;
 
 fn read_bytes(path: &Path) -> anyhow::Result<u64> {
     Ok(std::fs::read_to_string(path)?.trim().parse()?)
 }
 
-/// Applies a wave renaming every pair, then holds the leader container's memory limit (its
-/// cgroup's `memory.limit_in_bytes`, which the kernel enforces) at what it uses, every 50 ms,
-/// until an allocation of the wave's passes needs more and the kernel's OOM killer ends it.
-/// Checks that the kubelet reports `OOMKilled`, then applies another wave while the container
-/// restarts.
+/// Applies a wave renaming every pair, sets the leader container's memory limit (its cgroup's
+/// `memory.limit_in_bytes`, which the kernel enforces) to its usage plus `HEADROOM_MIB`, and
+/// has the leader allocate `ALLOCATE_MIB` through the test hooks (`/allocate`), so the
+/// kernel's OOM killer ends it mid-wave. Checks that the kubelet reports `OOMKilled`, then
+/// applies another wave while the container restarts.
 pub async fn oom(ctx: &mut Ctx<'_>) -> anyhow::Result<Outcome> {
     let run = ctx.run;
     let pod = pods::leader_pod(run).await?;
@@ -73,31 +83,40 @@ pub async fn oom(ctx: &mut Ctx<'_>) -> anyhow::Result<Outcome> {
     let limit_file = cgroup.join("memory.limit_in_bytes");
     let usage_file = cgroup.join("memory.usage_in_bytes");
     let original = read_bytes(&limit_file)?;
-    let used = read_bytes(&usage_file)?;
     let restarts = pods::restarts(run).await?;
     let key = format!("{NAMESPACE}/{name}");
     let restarts_before = restarts.get(&key).copied().unwrap_or(0);
+    let forwards = Forwards::new(run.kubectl.clone());
+    let hooks = forwards
+        .url(&format!("pod/{name}"), NAMESPACE, HOOKS_PORT)
+        .await?;
     ctx.wave_all()?;
     let started = Instant::now();
-    let mut lowest = used;
+    let used = read_bytes(&usage_file)?;
+    let limit = used + (HEADROOM_MIB << 20);
+    std::fs::write(&limit_file, limit.to_string())?;
+    // The connection ends with the container: an error here is the expected outcome.
+    let answer = run
+        .http
+        .post(format!("{hooks}/allocate?mib={ALLOCATE_MIB}"))
+        .send()
+        .await;
+    if let Ok(a) = &answer {
+        anyhow::ensure!(
+            a.status().is_success(),
+            "the test hooks refused /allocate: {} (does the operator run with --test-hooks?)",
+            a.status()
+        );
+    }
     // The cgroup goes with the container: once it is gone, the container ended.
     while cgroup.exists() && started.elapsed() < OOM_WAIT {
-        // An empty cgroup reads 0: the container is ending.
-        if let Ok(now) = read_bytes(&usage_file)
-            && now > 0
-        {
-            // Below the usage the kernel refuses (EBUSY) once it cannot reclaim more.
-            if std::fs::write(&limit_file, now.to_string()).is_ok() {
-                lowest = lowest.min(now);
-            }
-        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let ended = Instant::now();
     if cgroup.exists() {
         let _ = std::fs::write(&limit_file, original.to_string());
         anyhow::bail!(
-            "the leader's container was still running after {OOM_WAIT:?} with its limit held at its usage"
+            "the leader's container was still running {OOM_WAIT:?} after it allocated {ALLOCATE_MIB} MiB over a limit {HEADROOM_MIB} MiB above its usage"
         );
     }
     // The kubelet reports the restart (and why the container ended) a moment later.
@@ -128,9 +147,9 @@ pub async fn oom(ctx: &mut Ctx<'_>) -> anyhow::Result<Outcome> {
         ended,
         lasted: ended - started,
         notes: vec![format!(
-            "limit held at its usage ({} MiB at the start, {} MiB lowest) until the kernel killed it after {:.1} s: {}",
+            "limit {} MiB ({} MiB used + {HEADROOM_MIB}), {ALLOCATE_MIB} MiB allocated through the hooks, container ended after {:.1} s: {}",
+            mib(limit),
             mib(used),
-            mib(lowest),
             (ended - started).as_secs_f64(),
             reason.unwrap_or_else(|| "no reason reported".into())
         )],

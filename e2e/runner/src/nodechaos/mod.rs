@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use terdut_testenv::NodeCluster;
 
 use crate::checks::log;
-use crate::cluster::helm::{Helm, chart};
+use crate::cluster::helm::{Helm, chart, test_hooks_sets};
 use crate::fleet::install::{self, DeployArgs};
 use crate::fleet::leaks::LogKeeper;
 use crate::fleet::{self, Fleet, pods, watch};
@@ -101,7 +101,9 @@ async fn scenario(
     plan: &Plan,
     deploy: &DeployArgs,
 ) -> anyhow::Result<()> {
-    let sets = install::sets(&deploy.operator_image, &deploy.sets)?;
+    // The test hooks on: leader-oom takes the leader over its memory limit through them.
+    let mut sets = install::sets(&deploy.operator_image, &deploy.sets)?;
+    sets.extend(test_hooks_sets());
     install::install(run, helm, &chart(), &sets).await?;
     let kept = std::env::temp_dir().join(format!("terdut-node-chaos-logs-{}", std::process::id()));
     let mut keeper = LogKeeper::start(&cluster.pod_logs_dir(), "terdut-system_", &kept)?;
