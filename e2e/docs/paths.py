@@ -22,7 +22,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXT = r"(?:rs|sh|py|md|yaml|yml|toml|json|lua|go|txt|tpl|lock|mod|sum)"
 TICKED = re.compile(r"`([A-Za-z0-9_.\-/]+\." + EXT + r")(?::\d+)?`")
-PLAIN = re.compile(r"(?<![A-Za-z0-9_./:~<>{}$*@=-])((?:[A-Za-z0-9_-][A-Za-z0-9_.-]*/)+[A-Za-z0-9_.-]+\." + EXT + r")\b")
+PLAIN = re.compile(r"(?<![A-Za-z0-9_./:~<>{}$*@=-])((?:[A-Za-z0-9_-][A-Za-z0-9_.-]*/)+[A-Za-z0-9_.-]+\." + EXT + r")(?![A-Za-z0-9_-]|\.[A-Za-z0-9])")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 # Named in the docs, never in this repository: a release's generated files (release/release.sh)
 # and files of other projects (containerd's hosts.toml, kind's cri-base.json, kindnetd's sources,
