@@ -49,7 +49,10 @@ pub fn duplicates<'a>(values: impl Iterator<Item = &'a str>) -> (Vec<&'a str>, V
 
 /// The one integration with `external_id` on `team`; `None` when there is none or more than
 /// one (a duplicate is not "the" integration of its source).
-pub fn single_integration<'a>(team: &'a AdminTeam, external_id: &str) -> Option<&'a AdminIntegration> {
+pub fn single_integration<'a>(
+    team: &'a AdminTeam,
+    external_id: &str,
+) -> Option<&'a AdminIntegration> {
     let mut found = team
         .integrations
         .iter()
@@ -105,7 +108,12 @@ pub fn structural(
         .filter(|(t, e)| owner.get(*e).map(String::as_str) != Some(*t))
         .map(|(t, e)| format!("{e} on {t}"))
         .collect();
-    let [dup_teams_name, dup_ints_name, orphan_teams_name, orphan_ints_name] = names;
+    let [
+        dup_teams_name,
+        dup_ints_name,
+        orphan_teams_name,
+        orphan_ints_name,
+    ] = names;
     vec![
         verdict(dup_teams_name, &dup_teams),
         verdict(dup_ints_name, &dup_ints),

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use terdut_crds::GoDuration;
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutTeam};
-use terdut_e2e::server_invariants::ready_at_generation;
 pub use terdut_e2e::server_invariants::Verdict;
+use terdut_e2e::server_invariants::ready_at_generation;
 use terdut_standin::AdminClient;
 use terdut_standin::wire::{Level, Target};
 

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use terdut_e2e::server_invariants::ready_at_generation;
 pub use terdut_e2e::server_invariants::Verdict;
+use terdut_e2e::server_invariants::ready_at_generation;
 use terdut_standin::AdminClient;
 
 use super::model::{Model, NS};
@@ -157,6 +157,4 @@ mod tests {
         let v = no_rotation(&before, &fps(&[("a", "1")]));
         assert!(!v.ok && v.detail.contains(r#"gone: ["b"]"#));
     }
-
-
 }

@@ -80,7 +80,12 @@ pub async fn main(
     let extra: Vec<_> = deploy.extra_images.iter().cloned().collect();
     let (cluster, run, helm) = fleet::node::start(Mode::NodeChaos, images, &extra, false).await?;
     let result = scenario(&cluster, &run, &helm, &plan, deploy).await;
-    let failed = run.checks.finish("the node chaos run completed", "node chaos", &result, started);
+    let failed = run.checks.finish(
+        "the node chaos run completed",
+        "node chaos",
+        &result,
+        started,
+    );
     cluster.stop();
     Ok(failed)
 }

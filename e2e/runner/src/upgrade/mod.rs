@@ -144,9 +144,12 @@ pub async fn main(
             kept.display()
         ));
     }
-    let failed = run
-        .checks
-        .finish("the upgrade check completed", "upgrade check", &result, started);
+    let failed = run.checks.finish(
+        "the upgrade check completed",
+        "upgrade check",
+        &result,
+        started,
+    );
     cluster.stop();
     Ok(failed)
 }
