@@ -32,6 +32,13 @@ tools: control-plane
 crds:
     cargo run -q -p terdut-crds --bin crdgen -- chart/terdut-operator/crds
 
+# Render the Argo CD health checks from crds/src/health.lua.tmpl and the kinds' typed reasons,
+# and the argocd-cm patch that embeds them (crds/tests/health.rs and actors/tests/gitops_health.rs
+# fail when the committed files are stale).
+health:
+    cargo run -q -p terdut-crds --bin healthgen -- deploy/argocd/resource_customizations
+    "$(bash e2e/gitops/build.sh)" argocd-cm deploy/argocd/resource_customizations > deploy/argocd/argocd-cm.yaml
+
 # Every file a document cites exists (e2e/docs/paths.py).
 # The chart's checks are e2e/chart/lint.sh: README freshness, helm-unittest, kube-score,
 # promtool on the alert rules, their unit tests and the dashboard's expressions.
@@ -40,7 +47,7 @@ crds:
 lint: tools
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
-    cargo run -q -p terdut-modules --bin module-cycles -- actors/src/lib.rs crds/src/lib.rs src/main.rs cli/src/lib.rs e2e/standin/src/lib.rs e2e/harness/src/lib.rs e2e/runner/src/main.rs e2e/runner/src/chaos/main.rs
+    cargo run -q -p terdut-modules --bin module-cycles -- actors/src/lib.rs crds/src/lib.rs src/main.rs cli/src/lib.rs e2e/standin/src/lib.rs e2e/harness/src/lib.rs e2e/runner/src/lib.rs e2e/runner/src/main.rs e2e/runner/src/chaos/main.rs
     python3 e2e/docs/paths.py
     {{bin}}/helm lint chart/terdut-operator
     {{bin}}/helm lint chart/terdut-operator -f chart/terdut-operator/ci/all-features-values.yaml

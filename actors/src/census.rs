@@ -33,7 +33,7 @@ pub const OTHER: &str = "Other";
 /// The Ready reasons the operator writes for `kind`.
 pub fn known_reasons(kind: Kind) -> &'static [(&'static str, Progress)] {
     match kind {
-        Kind::Server => crate::server::status::reasons::PROGRESS,
+        Kind::Server => terdut_crds::v1alpha1::server::reasons::PROGRESS,
         Kind::Team => terdut_crds::v1alpha1::team::reasons::PROGRESS,
         Kind::Source => terdut_crds::v1alpha1::alert_source::reasons::PROGRESS,
     }
@@ -53,7 +53,9 @@ pub fn reason_label(kind: Kind, reason: Option<&str>) -> &'static str {
 
 /// Adds one object of `kind` with `conditions` to `counts`.
 pub fn add(counts: &mut BTreeMap<ObjectLabels, i64>, kind: Kind, conditions: &[Condition]) {
-    let ready = conditions.iter().find(|c| c.type_ == "Ready");
+    let ready = conditions
+        .iter()
+        .find(|c| c.type_ == terdut_crds::v1alpha1::conditions::READY);
     let status = match ready {
         Some(c) if c.status == "True" => "True",
         Some(c) if c.status == "False" => "False",

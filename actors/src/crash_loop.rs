@@ -17,7 +17,7 @@ use crate::context::Ctx;
 use crate::key::ObjectKey;
 
 /// The Ready reason of a parked actor's object.
-pub const CRASH_LOOPING: &str = "CrashLooping";
+pub const CRASH_LOOPING: &str = terdut_crds::v1alpha1::Reason::CrashLooping.as_str();
 
 /// A kind whose status carries `conditions`.
 pub trait Conditioned:

@@ -6,6 +6,7 @@
 //! terminal as an escape sequence through this format.
 
 use serde_json::{Value, json};
+use terdut_crds::v1alpha1::server::key_accepted;
 
 use crate::tree::{ServerNode, TeamNode, Tree};
 use crate::view::{Common, ServerView, SourceView, TeamView};
@@ -146,7 +147,11 @@ fn server_fields(s: &ServerView) -> serde_json::Map<String, Value> {
     m.insert("keyFingerprint".into(), json!(s.key_fingerprint));
     m.insert(
         "keyAccepted".into(),
-        json!(s.common.condition("KeyAccepted").map(|c| c.reason.clone())),
+        json!(
+            s.common
+                .condition(key_accepted::TYPE)
+                .map(|c| c.reason.clone())
+        ),
     );
     m.insert("consent".into(), json!(s.consent));
     m.insert("teamsAccepted".into(), json!(s.teams_accepted));

@@ -3,6 +3,8 @@
 //! a reason without a row is reported as such, and a test fails for every reason the CRDs
 //! define that has none.
 
+use terdut_crds::v1alpha1::conditions::READY;
+
 use crate::kinds::Kind;
 
 const RUNBOOK: &str = include_str!("../../docs/runbook.md");
@@ -82,7 +84,7 @@ pub fn entries(kind: Kind) -> Vec<Entry> {
         };
         out.push(Entry {
             link: format!("{file}#{anchor}"),
-            condition: col("Condition").unwrap_or_else(|| "Ready".into()),
+            condition: col("Condition").unwrap_or_else(|| READY.into()),
             reason,
             status: col("Ready").or_else(|| col("Status")).unwrap_or_default(),
             meaning,

@@ -2,6 +2,7 @@
 //! text out) so the golden test can pin it.
 
 use k8s_openapi::jiff::Timestamp;
+use terdut_crds::v1alpha1::server::key_accepted;
 
 use crate::age::age;
 use crate::table::layout;
@@ -146,7 +147,7 @@ fn server_details(s: &ServerView) -> String {
     let key = s.key_fingerprint.as_deref().unwrap_or("-");
     let accepted = s
         .common
-        .condition("KeyAccepted")
+        .condition(key_accepted::TYPE)
         .map_or_else(|| "-".into(), |c| or_dash(&c.reason));
     let mut d = vec![
         format!("key {key} ({accepted})"),

@@ -6,6 +6,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::DynamicObject;
 use serde::Deserialize;
 use serde_json::Value;
+use terdut_crds::v1alpha1::conditions::READY;
 
 use crate::kinds::Kind;
 
@@ -73,7 +74,7 @@ impl Common {
     }
 
     pub fn ready(&self) -> Option<&Cond> {
-        self.condition("Ready")
+        self.condition(READY)
     }
 
     /// `namespace/name`.

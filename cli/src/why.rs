@@ -8,6 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{DynamicObject, ListParams};
 use kube::{Api, Client};
 use serde_json::Value;
+use terdut_crds::v1alpha1::conditions::{READY, paused};
 
 use crate::age::age;
 use crate::escape::field;
@@ -207,7 +208,7 @@ fn runbook_section(kind: Kind, c: &Common) -> String {
     let wanted: Vec<_> = c
         .conditions
         .iter()
-        .filter(|cond| cond.type_ == "Ready" || (cond.status != "True" && cond.type_ != "Paused"))
+        .filter(|cond| cond.type_ == READY || (cond.status != "True" && cond.type_ != paused::TYPE))
         .collect();
     if wanted.is_empty() {
         let (file, anchor) = kind.runbook();

@@ -680,42 +680,18 @@ async fn rotate_server_key_deletes_only_the_servers_own_secret() {
 /// Every Ready reason the CRDs define has a runbook row that `why` can print.
 #[test]
 fn every_reason_of_the_crds_has_a_runbook_row() {
-    use terdut_crds::v1alpha1::{alert_source, team};
-    let team_reasons = [
-        team::reasons::READY,
-        team::reasons::SERVER_REF_NOT_FOUND,
-        team::reasons::REF_NOT_PERMITTED,
-        team::reasons::WAITING_FOR_SERVER,
-        team::reasons::TEAM_NAME_TAKEN,
-        team::reasons::UNKNOWN_USER,
-        team::reasons::INVALID_SPEC,
-        team::reasons::ADOPTED,
-    ];
-    for r in team_reasons {
-        assert!(
-            kubectl_terdut::runbook::lookup(Kind::Team, "Ready", r).is_some(),
-            "team {r}"
-        );
-    }
-    let source_reasons = [
-        alert_source::reasons::READY,
-        alert_source::reasons::TEAM_NOT_FOUND,
-        alert_source::reasons::WAITING_FOR_TEAM,
-        alert_source::reasons::WAITING_FOR_SERVER,
-        alert_source::reasons::REF_NOT_PERMITTED,
-        alert_source::reasons::WEBHOOK_SECRET_LOST,
-        alert_source::reasons::WEBHOOK_SECRET_CONFLICT,
-        alert_source::reasons::INVALID_SPEC,
-        alert_source::reasons::SERVER_ERROR,
-        alert_source::reasons::APPLY_FAILED,
-        alert_source::reasons::DELETION_BLOCKED,
-        alert_source::reasons::CRASH_LOOPING,
-    ];
-    for r in source_reasons {
-        assert!(
-            kubectl_terdut::runbook::lookup(Kind::Source, "Ready", r).is_some(),
-            "source {r}"
-        );
+    use terdut_crds::v1alpha1::{alert_source, server, team};
+    for (kind, reasons) in [
+        (Kind::Team, team::reasons::ALL),
+        (Kind::Source, alert_source::reasons::ALL),
+        (Kind::Server, server::reasons::ALL),
+    ] {
+        for r in reasons {
+            assert!(
+                kubectl_terdut::runbook::lookup(kind, "Ready", r.as_str()).is_some(),
+                "{kind:?} {r}"
+            );
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! all build on the same types, so the committed YAML is always what the code means.
 
 pub mod duration;
+pub mod health;
 pub mod manifest;
 pub mod v1alpha1;
 

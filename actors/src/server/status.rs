@@ -27,75 +27,10 @@ use super::key::KeySecretState;
 use super::names::{KEY_SECRET_DATA_KEY, deployment_name, key_secret_name};
 use super::summary::Summary;
 
-/// Ready condition reasons: stable CamelCase, each one something a user can act on.
+/// Ready condition reasons: the TerdutServer's, from the one typed list in `terdut_crds`
+/// (`Reason`), and which of them the actor polls and announces.
 pub mod reasons {
-    use terdut_crds::v1alpha1::conditions::Progress::{self, Reconciling, Settled, Stalled};
-
-    /// Rollout of the current spec complete, at least one pod available.
-    pub const READY: &str = "Ready";
-    /// Serving (a pod is available) while a rollout is in progress.
-    pub const ROLLING_OUT: &str = "RollingOut";
-    /// The Deployment is applied; no pod is available yet.
-    pub const PROGRESSING: &str = "Progressing";
-    /// `spec.replicas` is 0.
-    pub const SCALED_TO_ZERO: &str = "ScaledToZero";
-    /// The Deployment exceeded its progress deadline.
-    pub const ROLLOUT_STALLED: &str = "RolloutStalled";
-    /// Pods could not be created (quota, Pod Security admission, ...).
-    pub const REPLICA_FAILURE: &str = "ReplicaFailure";
-    /// The operator key Secret exists but holds no valid key.
-    pub const KEY_SECRET_INVALID: &str = "KeySecretInvalid";
-    /// A Secret with the operator key's name exists but is not this server's.
-    pub const KEY_SECRET_NOT_OWNED: &str = "KeySecretNotOwned";
-    /// The spec cannot be built into objects (also the name, see `names::validate_server_name`).
-    pub const INVALID_SPEC: &str = "InvalidSpec";
-    /// `postgresClusterRef` names a cluster that does not exist.
-    pub const DATABASE_CLUSTER_NOT_FOUND: &str = "DatabaseClusterNotFound";
-    /// `postgresClusterRef` is set but the Zalando CRD is not installed.
-    pub const POSTGRES_OPERATOR_NOT_INSTALLED: &str = "PostgresOperatorNotInstalled";
-    /// The Zalando cluster exists but is not `Running`.
-    pub const DATABASE_CLUSTER_NOT_RUNNING: &str = "DatabaseClusterNotRunning";
-    /// An object with the name the operator needs exists and is not this server's.
-    pub const RESOURCE_NOT_OWNED: &str = "ResourceNotOwned";
-    /// A write to the Kubernetes API failed; for the actor to use with the error's text.
-    pub const APPLY_FAILED: &str = "ApplyFailed";
-    /// A Secret the spec names (database password, ntfy token, OIDC client secret, Zalando
-    /// credentials) does not exist.
-    pub const SECRET_NOT_FOUND: &str = "SecretNotFound";
-    /// A Secret the spec names exists without the key it names.
-    pub const SECRET_KEY_NOT_FOUND: &str = "SecretKeyNotFound";
-
-    /// `spec.management: ObserveOnly` and changes are planned (`status.plan`), none made.
-    pub const OBSERVE_ONLY: &str = "ObserveOnly";
-    /// The operator stopped reconciling the object after repeated crashes (docs/design.md §7).
-    pub const CRASH_LOOPING: &str = crate::crash_loop::CRASH_LOOPING;
-
-    /// What each reason says about progress, from which `Reconciling` and `Stalled` follow
-    /// (docs/design.md §7, the table in docs/gitops.md). A rollout, pods starting, a Zalando
-    /// cluster coming up, a failed write being retried and a referent that may still be on
-    /// its way (applied in the same commit) are in progress; whatever only a change by someone
-    /// resolves is stalled. `ScaledToZero` is settled: the spec asks for no pod; so is
-    /// `ObserveOnly`: the spec asks for a plan, not for changes, and the plan is made.
-    pub const PROGRESS: &[(&str, Progress)] = &[
-        (READY, Settled),
-        (SCALED_TO_ZERO, Settled),
-        (OBSERVE_ONLY, Settled),
-        (ROLLING_OUT, Reconciling),
-        (PROGRESSING, Reconciling),
-        (DATABASE_CLUSTER_NOT_RUNNING, Reconciling),
-        (DATABASE_CLUSTER_NOT_FOUND, Reconciling),
-        (SECRET_NOT_FOUND, Reconciling),
-        (APPLY_FAILED, Reconciling),
-        (ROLLOUT_STALLED, Stalled),
-        (REPLICA_FAILURE, Stalled),
-        (KEY_SECRET_INVALID, Stalled),
-        (KEY_SECRET_NOT_OWNED, Stalled),
-        (RESOURCE_NOT_OWNED, Stalled),
-        (INVALID_SPEC, Stalled),
-        (POSTGRES_OPERATOR_NOT_INSTALLED, Stalled),
-        (SECRET_KEY_NOT_FOUND, Stalled),
-        (CRASH_LOOPING, Stalled),
-    ];
+    pub use terdut_crds::v1alpha1::server::reasons::*;
 
     /// Reasons that wait on something no watch of the operator reports (a Secret or object it
     /// does not watch, a CRD, another controller's object): the pass is retried with a
@@ -130,31 +65,9 @@ pub mod reasons {
     ];
 }
 
-/// The `KeyAccepted` condition: whether the running server accepts the operator key (a
-/// `whoami` after each pass; docs/design.md §6). One place that says why a server's teams wait.
-pub mod key_accepted {
-    pub const TYPE: &str = "KeyAccepted";
-    /// `whoami` answered as the operator account.
-    pub const ACCEPTED: &str = "Accepted";
-    /// The server answered 401: it was seeded with another key (pods not rolled yet, or a
-    /// server that does not read `TERDUT_OPERATOR_KEY`).
-    pub const KEY_REJECTED: &str = "KeyRejected";
-    /// No answer (no pod serving yet, the Service unreachable, a 5xx).
-    pub const UNREACHABLE: &str = "Unreachable";
-    /// No key or client to ask with yet.
-    pub const NO_KEY: &str = "NoKey";
-    /// Not asked: the Service or Deployment at the server's address is not this server's own,
-    /// so the key is not sent (docs/security.md).
-    pub const KEY_WITHHELD: &str = "KeyWithheld";
-}
-
-/// The `PodSecurity` condition: whether the generated pods meet the `restricted` Pod Security
-/// level, and if not, which fields of the spec break it (`super::pod_security`).
-pub mod pod_security {
-    pub const TYPE: &str = "PodSecurity";
-    pub const RESTRICTED: &str = "Restricted";
-    pub const BREAKS_RESTRICTED: &str = "BreaksRestricted";
-}
+/// The `KeyAccepted` and `PodSecurity` conditions' types and reasons (`terdut_crds`, which the
+/// CLI reads too).
+pub use terdut_crds::v1alpha1::server::{key_accepted, pod_security};
 
 /// What the Deployment's status says, as far as Ready is concerned.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -744,21 +657,10 @@ mod tests {
     }
 
     #[test]
-    fn every_reason_is_classified() {
-        let reasons =
-            terdut_crds::v1alpha1::conditions::reason_constants(include_str!("status.rs"));
-        assert!(reasons.len() > 10, "{reasons:?}");
-        for r in reasons.iter().copied().chain([reasons::CRASH_LOOPING]) {
-            assert!(
-                reasons::PROGRESS.iter().any(|(t, _)| *t == r),
-                "{r} is not in PROGRESS"
-            );
+    fn polled_and_announced_reasons_are_the_servers() {
+        for r in reasons::POLLED.iter().chain(&reasons::ANNOUNCED) {
+            assert!(reasons::PROGRESS.iter().any(|(t, _)| t == r), "{r}");
         }
-        assert_eq!(
-            reasons::PROGRESS.len(),
-            reasons.len() + 1,
-            "each listed once"
-        );
     }
 
     #[test]

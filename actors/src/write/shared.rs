@@ -4,10 +4,10 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use serde_json::{Map, Value, json};
-use terdut_crds::v1alpha1::conditions::{DesiredCondition, set_condition};
+use terdut_crds::v1alpha1::conditions::{DesiredCondition, paused, set_condition};
 
 /// The `Paused` condition type.
-pub const PAUSED: &str = "Paused";
+pub const PAUSED: &str = paused::TYPE;
 
 /// At most this many lines of a plan or of the last applied changes; one more says how many
 /// were left out.
@@ -25,8 +25,8 @@ pub enum PausedBy {
 impl PausedBy {
     pub fn reason(&self) -> &'static str {
         match self {
-            Self::Annotation => "PausedByAnnotation",
-            Self::Team(_) => "PausedByTeam",
+            Self::Annotation => paused::BY_ANNOTATION,
+            Self::Team(_) => paused::BY_TEAM,
         }
     }
 

@@ -148,52 +148,25 @@ pub struct TerdutAlertSourceStatus {
     pub last_applied: Option<AppliedChanges>,
 }
 
-/// `Ready` reasons of a TerdutAlertSource, each documented in docs/runbook.md.
+/// `Ready` reasons of a TerdutAlertSource, each documented in docs/runbook.md; what each means
+/// and how it is classified is in [`Reason`](crate::v1alpha1::reason::Reason). Waiting for
+/// the team or the server, a team that may still be on its way, and retries after a failed
+/// call or write are in progress; a fail-closed Secret, someone else's Secret, a refused
+/// consent and a name that cannot work wait for someone.
 pub mod reasons {
-    use crate::v1alpha1::conditions::Progress::{self, Reconciling, Settled, Stalled};
-
-    pub const READY: &str = "Ready";
-    pub const TEAM_NOT_FOUND: &str = "TeamNotFound";
-    pub const WAITING_FOR_TEAM: &str = "WaitingForTeam";
-    pub const WAITING_FOR_SERVER: &str = "WaitingForServer";
-    /// The team's TerdutServer does not accept TerdutTeams (and so their alert sources) from
-    /// this namespace (its spec.allowedTeams).
-    pub const REF_NOT_PERMITTED: &str = "RefNotPermitted";
-    pub const WEBHOOK_SECRET_LOST: &str = "WebhookSecretLost";
-    /// A Secret with the webhook Secret's name belongs to someone else.
-    pub const WEBHOOK_SECRET_CONFLICT: &str = "WebhookSecretConflict";
-    pub const INVALID_SPEC: &str = "InvalidSpec";
-    /// A terdut-server call failed (the message says which and why).
-    pub const SERVER_ERROR: &str = "ServerError";
-    /// A Kubernetes write failed.
-    pub const APPLY_FAILED: &str = "ApplyFailed";
-    /// The object is being deleted and the integration could not be deleted yet.
-    pub const DELETION_BLOCKED: &str = "DeletionBlocked";
-    /// The operator stopped reconciling the object after repeated crashes.
-    pub const CRASH_LOOPING: &str = "CrashLooping";
-    /// `spec.management: ObserveOnly` and changes are planned (`status.plan`), none made.
-    pub const OBSERVE_ONLY: &str = "ObserveOnly";
-
-    /// What each reason says about progress, from which `Reconciling` and `Stalled` follow
-    /// (docs/design.md §7, the table in docs/gitops.md). Waiting for the team or the server, a
-    /// team that may still be on its way, and retries after a failed call or write are in
-    /// progress; a fail-closed Secret, someone else's Secret, a refused consent and a name that
-    /// cannot work wait for someone.
-    /// `ObserveOnly` is settled: the spec asks for a plan, not for changes, and the plan is
-    /// made; nothing happens until someone sets `Full` (Ready stays False, saying so).
-    pub const PROGRESS: &[(&str, Progress)] = &[
-        (READY, Settled),
-        (OBSERVE_ONLY, Settled),
-        (TEAM_NOT_FOUND, Reconciling),
-        (WAITING_FOR_TEAM, Reconciling),
-        (WAITING_FOR_SERVER, Reconciling),
-        (SERVER_ERROR, Reconciling),
-        (APPLY_FAILED, Reconciling),
-        (DELETION_BLOCKED, Reconciling),
-        (REF_NOT_PERMITTED, Stalled),
-        (WEBHOOK_SECRET_LOST, Stalled),
-        (WEBHOOK_SECRET_CONFLICT, Stalled),
-        (INVALID_SPEC, Stalled),
-        (CRASH_LOOPING, Stalled),
-    ];
+    crate::v1alpha1::reason::kind_reasons! {
+        READY = Ready,
+        OBSERVE_ONLY = ObserveOnly,
+        TEAM_NOT_FOUND = TeamNotFound,
+        WAITING_FOR_TEAM = WaitingForTeam,
+        WAITING_FOR_SERVER = WaitingForServer,
+        SERVER_ERROR = ServerError,
+        APPLY_FAILED = ApplyFailed,
+        DELETION_BLOCKED = DeletionBlocked,
+        REF_NOT_PERMITTED = RefNotPermitted,
+        WEBHOOK_SECRET_LOST = WebhookSecretLost,
+        WEBHOOK_SECRET_CONFLICT = WebhookSecretConflict,
+        INVALID_SPEC = InvalidSpec,
+        CRASH_LOOPING = CrashLooping,
+    }
 }

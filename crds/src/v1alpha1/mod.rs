@@ -6,6 +6,7 @@ pub mod alert_source;
 pub mod common;
 pub mod conditions;
 pub mod policy;
+pub mod reason;
 pub mod server;
 pub mod team;
 pub mod tenant_policy;
@@ -15,6 +16,7 @@ pub use alert_source::{
 };
 pub use common::{AppliedChanges, LocalObjectRef, SecretKeyRef};
 pub use policy::{DeletionPolicy, Management};
+pub use reason::Reason;
 pub use server::{TerdutServer, TerdutServerSpec, TerdutServerStatus};
 pub use team::{TerdutTeam, TerdutTeamSpec, TerdutTeamStatus};
 pub use tenant_policy::{AllowedValues, PolicyNamespaces, TeamPolicy};

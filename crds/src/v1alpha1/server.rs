@@ -576,3 +576,56 @@ pub struct TeamCounts {
     /// Teams refused for lack of consent (their Ready reason is `RefNotPermitted`).
     pub refused: u32,
 }
+
+/// `Ready` reasons of a TerdutServer, each documented in docs/runbook-server.md; what each
+/// means and how it is classified is in [`Reason`](crate::v1alpha1::reason::Reason). With no
+/// pod available Ready is False with the most actionable reason: the database, a stalled
+/// rollout, a refused pod, or plain `Progressing`.
+pub mod reasons {
+    crate::v1alpha1::reason::kind_reasons! {
+        READY = Ready,
+        SCALED_TO_ZERO = ScaledToZero,
+        OBSERVE_ONLY = ObserveOnly,
+        ROLLING_OUT = RollingOut,
+        PROGRESSING = Progressing,
+        DATABASE_CLUSTER_NOT_RUNNING = DatabaseClusterNotRunning,
+        DATABASE_CLUSTER_NOT_FOUND = DatabaseClusterNotFound,
+        SECRET_NOT_FOUND = SecretNotFound,
+        APPLY_FAILED = ApplyFailed,
+        ROLLOUT_STALLED = RolloutStalled,
+        REPLICA_FAILURE = ReplicaFailure,
+        KEY_SECRET_INVALID = KeySecretInvalid,
+        KEY_SECRET_NOT_OWNED = KeySecretNotOwned,
+        RESOURCE_NOT_OWNED = ResourceNotOwned,
+        INVALID_SPEC = InvalidSpec,
+        POSTGRES_OPERATOR_NOT_INSTALLED = PostgresOperatorNotInstalled,
+        SECRET_KEY_NOT_FOUND = SecretKeyNotFound,
+        CRASH_LOOPING = CrashLooping,
+    }
+}
+
+/// The `KeyAccepted` condition: whether the running server accepts the operator key (a
+/// `whoami` after each pass; docs/design.md §6). One place that says why a server's teams wait.
+pub mod key_accepted {
+    pub const TYPE: &str = "KeyAccepted";
+    /// `whoami` answered as the operator account.
+    pub const ACCEPTED: &str = "Accepted";
+    /// The server answered 401: it was seeded with another key (pods not rolled yet, or a
+    /// server that does not read `TERDUT_OPERATOR_KEY`).
+    pub const KEY_REJECTED: &str = "KeyRejected";
+    /// No answer (no pod serving yet, the Service unreachable, a 5xx).
+    pub const UNREACHABLE: &str = "Unreachable";
+    /// No key or client to ask with yet.
+    pub const NO_KEY: &str = "NoKey";
+    /// Not asked: the Service or Deployment at the server's address is not this server's own,
+    /// so the key is not sent (docs/security.md).
+    pub const KEY_WITHHELD: &str = "KeyWithheld";
+}
+
+/// The `PodSecurity` condition: whether the generated pods meet the `restricted` Pod Security
+/// level, and if not, which fields of the spec break it.
+pub mod pod_security {
+    pub const TYPE: &str = "PodSecurity";
+    pub const RESTRICTED: &str = "Restricted";
+    pub const BREAKS_RESTRICTED: &str = "BreaksRestricted";
+}

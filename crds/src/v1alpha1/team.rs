@@ -240,54 +240,26 @@ pub struct TerdutTeamStatus {
     pub last_applied: Option<AppliedChanges>,
 }
 
-/// `Ready` reasons of a TerdutTeam (docs/design.md §4.2), each documented in docs/runbook.md.
+/// `Ready` reasons of a TerdutTeam (docs/design.md §4.2), each documented in docs/runbook.md;
+/// what each means and how it is classified is in [`Reason`](crate::v1alpha1::reason::Reason).
+/// A missing TerdutServer may still be on its way (applied in the same commit) and its watch
+/// event resumes the team: in progress. The rest wait for someone: a name or a user on the
+/// server, consent, an adoption.
 pub mod reasons {
-    use crate::v1alpha1::conditions::Progress::{self, Reconciling, Settled, Stalled};
-
-    pub const READY: &str = "Ready";
-    pub const SERVER_REF_NOT_FOUND: &str = "ServerRefNotFound";
-    pub const REF_NOT_PERMITTED: &str = "RefNotPermitted";
-    pub const WAITING_FOR_SERVER: &str = "WaitingForServer";
-    pub const TEAM_NAME_TAKEN: &str = "TeamNameTaken";
-    pub const UNKNOWN_USER: &str = "UnknownUser";
-    pub const INVALID_SPEC: &str = "InvalidSpec";
-    pub const ADOPTED: &str = "Adopted";
-    /// `spec.serverRef` names a TerdutServer that exists but that this operator instance does
-    /// not reconcile (outside its `--selector` or namespaces): exists, but not this instance's.
-    pub const SERVER_NOT_RECONCILED: &str = "ServerNotReconciled";
-    /// Being deleted, and waiting for something before the finalizer can go (the message says
-    /// what: e.g. alert sources whose integrations would otherwise stay live).
-    pub const DELETION_BLOCKED: &str = "DeletionBlocked";
-    /// The server owner's policy for this namespace does not allow what the spec asks for
-    /// (docs/design.md §4.6 "Policies"); no call is made.
-    pub const POLICY_DENIED: &str = "PolicyDenied";
-    /// Older TerdutTeams of this namespace fill the policy's `maxTeams`; no call is made.
-    pub const TEAM_LIMIT_REACHED: &str = "TeamLimitReached";
-    /// `spec.management: ObserveOnly` and changes are planned (`status.plan`), none made.
-    pub const OBSERVE_ONLY: &str = "ObserveOnly";
-    /// The operator stopped reconciling the object after repeated crashes (docs/design.md §7).
-    pub const CRASH_LOOPING: &str = "CrashLooping";
-
-    /// What each reason says about progress, from which `Reconciling` and `Stalled` follow
-    /// (docs/design.md §7, the table in docs/gitops.md). A missing TerdutServer may still be on
-    /// its way (applied in the same commit) and its watch event resumes the team: in progress.
-    /// The rest wait for someone: a name or a user on the server, consent, an adoption.
-    /// `ObserveOnly` is settled: the spec asks for a plan, not for changes, and the plan is
-    /// made; nothing happens until someone sets `Full` (Ready stays False, saying so).
-    pub const PROGRESS: &[(&str, Progress)] = &[
-        (READY, Settled),
-        (OBSERVE_ONLY, Settled),
-        (SERVER_REF_NOT_FOUND, Reconciling),
-        (WAITING_FOR_SERVER, Reconciling),
-        (DELETION_BLOCKED, Reconciling),
-        (REF_NOT_PERMITTED, Stalled),
-        (SERVER_NOT_RECONCILED, Stalled),
-        (TEAM_NAME_TAKEN, Stalled),
-        (UNKNOWN_USER, Stalled),
-        (INVALID_SPEC, Stalled),
-        (ADOPTED, Stalled),
-        (POLICY_DENIED, Stalled),
-        (TEAM_LIMIT_REACHED, Stalled),
-        (CRASH_LOOPING, Stalled),
-    ];
+    crate::v1alpha1::reason::kind_reasons! {
+        READY = Ready,
+        OBSERVE_ONLY = ObserveOnly,
+        SERVER_REF_NOT_FOUND = ServerRefNotFound,
+        WAITING_FOR_SERVER = WaitingForServer,
+        DELETION_BLOCKED = DeletionBlocked,
+        REF_NOT_PERMITTED = RefNotPermitted,
+        SERVER_NOT_RECONCILED = ServerNotReconciled,
+        TEAM_NAME_TAKEN = TeamNameTaken,
+        UNKNOWN_USER = UnknownUser,
+        INVALID_SPEC = InvalidSpec,
+        ADOPTED = Adopted,
+        POLICY_DENIED = PolicyDenied,
+        TEAM_LIMIT_REACHED = TeamLimitReached,
+        CRASH_LOOPING = CrashLooping,
+    }
 }

@@ -1,22 +1,19 @@
 //! The verdicts of a run: each check is logged as it is made (`ok` or `FAIL` and why), and the
 //! run fails when any did. A check never prints a key or token: details are about shapes.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use terdut_e2e::tally::Tally;
 
 #[derive(Debug, Default)]
 pub struct Checks {
-    passed: AtomicU32,
-    failed: AtomicU32,
+    tally: Tally,
 }
 
 impl Checks {
     /// Records one verdict; `detail` is shown only when it failed.
     pub fn check(&self, name: &str, ok: bool, detail: impl std::fmt::Display) {
-        if ok {
-            self.passed.fetch_add(1, Ordering::Relaxed);
+        if self.tally.count(ok) {
             log(&format!("ok   {name}"));
         } else {
-            self.failed.fetch_add(1, Ordering::Relaxed);
             log(&format!("FAIL {name}: {detail}"));
         }
     }
@@ -29,16 +26,33 @@ impl Checks {
         }
     }
 
+    /// Ends a run: one that broke off is one more failure (`completed`, with the error), then
+    /// the verdict line `<what>: N passed, M failed (<time> in all)`. Returns how many failed.
+    pub fn finish<T>(
+        &self,
+        completed: &str,
+        what: &str,
+        result: &anyhow::Result<T>,
+        started: std::time::Instant,
+    ) -> u32 {
+        if let Err(e) = result {
+            self.check(completed, false, format!("{e:#}"));
+        }
+        let failed = self.failed();
+        log(&format!(
+            "{what}: {} ({:.0?} in all)",
+            self.summary(),
+            started.elapsed()
+        ));
+        failed
+    }
+
     pub fn failed(&self) -> u32 {
-        self.failed.load(Ordering::Relaxed)
+        self.tally.failed()
     }
 
     pub fn summary(&self) -> String {
-        format!(
-            "{} passed, {} failed",
-            self.passed.load(Ordering::Relaxed),
-            self.failed()
-        )
+        self.tally.summary()
     }
 }
 

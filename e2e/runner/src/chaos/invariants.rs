@@ -2,24 +2,18 @@
 //! duplicate and no orphan on the server, everything converged and Ready, every webhook key
 //! live and its integration's own, no key rotated that no spec change asked for.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use terdut_crds::GoDuration;
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutTeam};
+pub use terdut_e2e::server_invariants::Verdict;
+use terdut_e2e::server_invariants::ready_at_generation;
 use terdut_standin::AdminClient;
 use terdut_standin::wire::{Level, Target};
 
 use crate::workload::{Model, NS};
 use crate::world::World;
-
-/// One invariant's verdict; `detail` says what broke it (names, never keys).
-#[derive(Debug)]
-pub struct Verdict {
-    pub name: &'static str,
-    pub ok: bool,
-    pub detail: String,
-}
 
 /// What readiness is judged on, for either kind.
 struct Progress<'a> {
@@ -48,10 +42,7 @@ fn source_progress(s: &TerdutAlertSource) -> Progress<'_> {
 
 /// Ready, at the object's current generation.
 fn ready(p: &Progress<'_>) -> bool {
-    p.conditions
-        .iter()
-        .any(|c| c.type_ == "Ready" && c.status == "True")
-        && p.observed == p.meta.generation
+    ready_at_generation(p.meta, p.observed, p.conditions)
 }
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -156,70 +147,20 @@ pub fn pending(model: &Model, w: &World) -> Vec<String> {
     out
 }
 
-/// Values seen more than once, in the order first seen.
-fn duplicates<'a>(values: impl Iterator<Item = &'a str>) -> (Vec<&'a str>, Vec<&'a str>) {
-    let mut count: HashMap<&str, usize> = HashMap::new();
-    let mut order = vec![];
-    for v in values {
-        let n = count.entry(v).or_insert(0);
-        if *n == 0 {
-            order.push(v);
-        }
-        *n += 1;
-    }
-    let dups = order.iter().copied().filter(|v| count[v] > 1).collect();
-    (order, dups)
-}
-
-/// The duplicate and orphan invariants (promises 1 and 2).
+/// The duplicate and orphan invariants (promises 1 and 2; `terdut_e2e::server_invariants`).
 pub fn structural(w: &World) -> Vec<Verdict> {
-    let (team_ids, dup_teams) = duplicates(w.state.teams.iter().map(|t| t.external_id.as_str()));
-    let ints: Vec<(&str, &str)> = w
-        .state
-        .teams
-        .iter()
-        .flat_map(|t| {
-            t.integrations
-                .iter()
-                .map(|i| (t.external_id.as_str(), i.external_id.as_str()))
-        })
-        .collect();
-    let (_, dup_ints) = duplicates(ints.iter().map(|(_, e)| *e));
-    let live_teams: BTreeSet<String> = w.teams.keys().map(|n| format!("{NS}/{n}")).collect();
-    let orphan_teams: Vec<&str> = team_ids
-        .into_iter()
-        .filter(|e| !live_teams.contains(*e))
-        .collect();
-    // An integration belongs to a CR only if that CR exists and names this team.
-    let owner: HashMap<String, String> = w
-        .sources
-        .iter()
-        .map(|(n, o)| {
-            (
-                format!("{NS}/{n}"),
-                format!("{NS}/{}", o.spec.team_ref.name),
-            )
-        })
-        .collect();
-    let orphan_ints: Vec<String> = ints
-        .iter()
-        .filter(|(t, e)| owner.get(*e).map(String::as_str) != Some(*t))
-        .map(|(t, e)| format!("{e} on {t}"))
-        .collect();
-    vec![
-        verdict("0 duplicate teams", &dup_teams),
-        verdict("0 duplicate integrations", &dup_ints),
-        verdict("0 server teams without a CR", &orphan_teams),
-        verdict("0 integrations without a CR", &orphan_ints),
-    ]
-}
-
-fn verdict<T: std::fmt::Debug>(name: &'static str, found: &[T]) -> Verdict {
-    Verdict {
-        name,
-        ok: found.is_empty(),
-        detail: format!("{found:?}"),
-    }
+    terdut_e2e::server_invariants::structural(
+        &w.state,
+        NS,
+        &w.teams,
+        &w.sources,
+        [
+            "0 duplicate teams",
+            "0 duplicate integrations",
+            "0 server teams without a CR",
+            "0 integrations without a CR",
+        ],
+    )
 }
 
 /// Every source's Secret holds the key of exactly its integration, and it is live.
@@ -303,12 +244,6 @@ mod tests {
         let (v, _) = rotations(&before, &fps(&[("a", "7"), ("b", "2"), ("c", "3")]), &kinds);
         assert!(!v.ok);
         assert!(v.detail.contains(r#"["a"]"#) && v.detail.contains(r#"same key: ["b"]"#));
-    }
-
-    #[test]
-    fn duplicates_keep_first_seen_order() {
-        let (all, dups) = duplicates(["x", "y", "x", "z", "y"].into_iter());
-        assert_eq!((all, dups), (vec!["x", "y", "z"], vec!["x", "y"]));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! name objects.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+
+use terdut_e2e::tally::Tally;
 
 /// One line of the run's narrative, on stdout.
 pub fn log(msg: &str) {
@@ -17,19 +18,16 @@ const DETAIL_MAX: usize = 800;
 
 #[derive(Debug, Default)]
 pub struct Report {
-    passed: AtomicU32,
-    failed: AtomicU32,
+    tally: Tally,
     figures: Mutex<Vec<(String, String)>>,
 }
 
 impl Report {
     /// Records one verdict; `detail` is shown only when it failed.
     pub fn check(&self, name: &str, ok: bool, detail: &str) {
-        if ok {
-            self.passed.fetch_add(1, Ordering::Relaxed);
+        if self.tally.count(ok) {
             log(&format!("ok   {name}"));
         } else {
-            self.failed.fetch_add(1, Ordering::Relaxed);
             let detail: String = detail.chars().take(DETAIL_MAX).collect();
             let sep = if detail.is_empty() { "" } else { ": " };
             log(&format!("FAIL {name}{sep}{detail}"));
@@ -52,16 +50,12 @@ impl Report {
     }
 
     pub fn failed(&self) -> u32 {
-        self.failed.load(Ordering::Relaxed)
+        self.tally.failed()
     }
 
     /// `chaos: N passed, M failed`.
     pub fn verdict(&self) -> String {
-        format!(
-            "chaos: {} passed, {} failed",
-            self.passed.load(Ordering::Relaxed),
-            self.failed()
-        )
+        format!("chaos: {}", self.tally.summary())
     }
 }
 

@@ -3,25 +3,15 @@
 //! orphan on the server; every webhook key live and its own integration's; no key rotated
 //! (no wave changes a source's kind). Pure, except the key check, which asks the stand-in.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+pub use terdut_e2e::server_invariants::Verdict;
+use terdut_e2e::server_invariants::ready_at_generation;
 use terdut_standin::AdminClient;
 
 use super::model::{Model, NS};
 use super::world::World;
-
-/// One invariant's verdict; `detail` names what broke it (names, never keys).
-#[derive(Debug, Clone)]
-pub struct Verdict {
-    pub name: &'static str,
-    pub ok: bool,
-    pub detail: String,
-}
-
-fn ready_at_generation(meta: &ObjectMeta, observed: Option<i64>, cs: &[Condition]) -> bool {
-    cs.iter().any(|c| c.type_ == "Ready" && c.status == "True") && observed == meta.generation
-}
 
 fn why(cs: &[Condition]) -> String {
     cs.iter().find(|c| c.type_ == "Ready").map_or_else(
@@ -87,68 +77,20 @@ pub fn pending(model: &Model, w: &World) -> Vec<String> {
     out
 }
 
-/// Values seen more than once.
-fn duplicates<'a>(values: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
-    let mut seen = BTreeSet::new();
-    let mut dups = BTreeSet::new();
-    for v in values {
-        if !seen.insert(v) {
-            dups.insert(v);
-        }
-    }
-    dups.into_iter().collect()
-}
-
-/// No duplicate, no orphan (promises 1 and 2): one team per external_id, one integration per
-/// external_id, every team and integration on the server belonging to a CR that exists (an
-/// integration: on the team its CR names).
+/// No duplicate, no orphan (promises 1 and 2; `terdut_e2e::server_invariants`).
 pub fn structural(w: &World) -> Vec<Verdict> {
-    let teams = &w.state.teams;
-    let dup_teams = duplicates(teams.iter().map(|t| t.external_id.as_str()));
-    let ints: Vec<(&str, &str)> = teams
-        .iter()
-        .flat_map(|t| {
-            t.integrations
-                .iter()
-                .map(|i| (t.external_id.as_str(), i.external_id.as_str()))
-        })
-        .collect();
-    let dup_ints = duplicates(ints.iter().map(|(_, i)| *i));
-    let live_teams: BTreeSet<String> = w.teams.keys().map(|n| format!("{NS}/{n}")).collect();
-    let orphan_teams: Vec<&str> = teams
-        .iter()
-        .map(|t| t.external_id.as_str())
-        .filter(|e| !live_teams.contains(*e))
-        .collect();
-    let owner: BTreeMap<String, String> = w
-        .sources
-        .iter()
-        .map(|(n, s)| {
-            (
-                format!("{NS}/{n}"),
-                format!("{NS}/{}", s.spec.team_ref.name),
-            )
-        })
-        .collect();
-    let orphan_ints: Vec<String> = ints
-        .iter()
-        .filter(|(t, i)| owner.get(*i).map(String::as_str) != Some(*t))
-        .map(|(t, i)| format!("{i} on {t}"))
-        .collect();
-    vec![
-        verdict("0 duplicate teams on the server", &dup_teams),
-        verdict("0 duplicate integrations on the server", &dup_ints),
-        verdict("0 server teams without a CR", &orphan_teams),
-        verdict("0 integrations without a CR", &orphan_ints),
-    ]
-}
-
-fn verdict<T: std::fmt::Debug>(name: &'static str, found: &[T]) -> Verdict {
-    Verdict {
-        name,
-        ok: found.is_empty(),
-        detail: format!("{found:?}"),
-    }
+    terdut_e2e::server_invariants::structural(
+        &w.state,
+        NS,
+        &w.teams,
+        &w.sources,
+        [
+            "0 duplicate teams on the server",
+            "0 duplicate integrations on the server",
+            "0 server teams without a CR",
+            "0 integrations without a CR",
+        ],
+    )
 }
 
 /// No webhook key rotated (promise 3): the fleet's waves rename, they never change a kind, so
@@ -214,14 +156,5 @@ mod tests {
         assert!(!v.ok && v.detail.contains(r#"rotated: ["a"]"#));
         let v = no_rotation(&before, &fps(&[("a", "1")]));
         assert!(!v.ok && v.detail.contains(r#"gone: ["b"]"#));
-    }
-
-    #[test]
-    fn duplicates_are_reported_once_each() {
-        assert_eq!(
-            duplicates(["x", "y", "x", "x", "z", "y"].into_iter()),
-            ["x", "y"]
-        );
-        assert!(duplicates(["x", "y"].into_iter()).is_empty());
     }
 }

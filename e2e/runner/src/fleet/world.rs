@@ -60,15 +60,7 @@ impl World {
     /// than one.
     pub fn integration(&self, model: &Model, s: &str) -> Option<&AdminIntegration> {
         let team = self.server_team(&model.sources.get(s)?.team)?;
-        let external_id = format!("{NS}/{s}");
-        let mut found = team
-            .integrations
-            .iter()
-            .filter(|i| i.external_id == external_id);
-        match (found.next(), found.next()) {
-            (Some(one), None) => Some(one),
-            _ => None,
-        }
+        terdut_e2e::server_invariants::single_integration(team, &format!("{NS}/{s}"))
     }
 
     /// Source -> fingerprint of its webhook key (what "no key rotated" compares).

@@ -108,23 +108,8 @@ async fn converged(run: &Run) -> anyhow::Result<bool> {
     keys_live(run).await
 }
 
-fn patch_server(run: &Run, patch: &serde_json::Value) -> anyhow::Result<()> {
-    run.kubectl
-        .run(&[
-            "patch",
-            "terdutserver",
-            SERVER,
-            "-n",
-            SERVER_NS,
-            "--type=merge",
-            "-p",
-            &patch.to_string(),
-        ])
-        .map(drop)
-}
-
 fn set_min_available(run: &Run, n: i32) -> anyhow::Result<()> {
-    patch_server(
+    shared_data::patch_server(
         run,
         &serde_json::json!({"spec": {"pod": {"disruptionBudget": {"minAvailable": n}}}}),
     )

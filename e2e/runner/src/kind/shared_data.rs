@@ -56,6 +56,11 @@ pub fn apply(run: &Run) -> anyhow::Result<()> {
         "extraVolumes": [{"name": "data", "persistentVolumeClaim": {"claimName": CLAIM}}],
         "extraVolumeMounts": [{"name": "data", "mountPath": MOUNT}],
     }}});
+    patch_server(run, &patch)
+}
+
+/// A merge patch of the example TerdutServer (this scenario's and the drain's).
+pub fn patch_server(run: &Run, patch: &serde_json::Value) -> anyhow::Result<()> {
     run.kubectl
         .run(&[
             "patch",

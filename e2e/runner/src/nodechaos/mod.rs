@@ -80,16 +80,12 @@ pub async fn main(
     let extra: Vec<_> = deploy.extra_images.iter().cloned().collect();
     let (cluster, run, helm) = fleet::node::start(Mode::NodeChaos, images, &extra, false).await?;
     let result = scenario(&cluster, &run, &helm, &plan, deploy).await;
-    if let Err(e) = &result {
-        run.checks
-            .check("the node chaos run completed", false, format!("{e:#}"));
-    }
-    let failed = run.checks.failed();
-    log(&format!(
-        "node chaos: {} ({:.0?} in all)",
-        run.checks.summary(),
-        started.elapsed()
-    ));
+    let failed = run.checks.finish(
+        "the node chaos run completed",
+        "node chaos",
+        &result,
+        started,
+    );
     cluster.stop();
     Ok(failed)
 }

@@ -144,16 +144,12 @@ pub async fn main(
             kept.display()
         ));
     }
-    if let Err(e) = &result {
-        run.checks
-            .check("the upgrade check completed", false, format!("{e:#}"));
-    }
-    let failed = run.checks.failed();
-    log(&format!(
-        "upgrade check: {} ({:.0?} in all)",
-        run.checks.summary(),
-        started.elapsed()
-    ));
+    let failed = run.checks.finish(
+        "the upgrade check completed",
+        "upgrade check",
+        &result,
+        started,
+    );
     cluster.stop();
     Ok(failed)
 }

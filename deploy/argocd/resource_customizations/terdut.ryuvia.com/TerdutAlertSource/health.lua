@@ -1,4 +1,5 @@
 -- Argo CD health of a TerdutAlertSource (terdut-operator; docs/gitops.md says how to install it).
+-- Rendered from crds/src/health.lua.tmpl by `just health`; edit that, not this file.
 -- One rule for every terdut kind (docs/design.md §7): kstatus's, plus pause and parking:
 --   the pause annotation, or Paused=True by another   Suspended
 --   a generation the operator has not observed yet   Progressing
