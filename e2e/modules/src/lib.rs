@@ -680,7 +680,10 @@ mod tests {
         assert_eq!(back.to, m("pipeline"));
         assert_eq!(back.because.segments, m("crate::pipeline::PAUSE"));
         // The check fails and names the path.
-        let report = format!("{:#}", check_crate(&krate, Path::new("fixture")).unwrap_err());
+        let report = format!(
+            "{:#}",
+            check_crate(&krate, Path::new("fixture")).unwrap_err()
+        );
         assert!(report.contains("crate::pipeline::PAUSE"), "{report}");
     }
 
