@@ -4,57 +4,19 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::Resource;
-use kube::api::{Api, Patch, PatchParams};
-use kube::core::NamespaceResourceScope;
-use kube::runtime::events::EventType;
-use serde::de::DeserializeOwned;
+use kube::api::Api;
 use terdut_crds::v1alpha1::conditions::{DesiredCondition, Progress, set_ready};
-use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 use tracing::warn;
 
 use crate::context::Ctx;
 use crate::key::ObjectKey;
+use crate::write::{events, status};
+
+/// Below the write layer, which needs it too (docs/architecture.md "Modules").
+pub use crate::write::Conditioned;
 
 /// The Ready reason of a parked actor's object.
 pub const CRASH_LOOPING: &str = terdut_crds::v1alpha1::Reason::CrashLooping.as_str();
-
-/// A kind whose status carries `conditions`.
-pub trait Conditioned:
-    Resource<DynamicType = (), Scope = NamespaceResourceScope>
-    + Clone
-    + DeserializeOwned
-    + std::fmt::Debug
-{
-    fn conditions(&self) -> Vec<Condition>;
-}
-
-impl Conditioned for TerdutServer {
-    fn conditions(&self) -> Vec<Condition> {
-        self.status
-            .as_ref()
-            .map(|s| s.conditions.clone())
-            .unwrap_or_default()
-    }
-}
-
-impl Conditioned for TerdutTeam {
-    fn conditions(&self) -> Vec<Condition> {
-        self.status
-            .as_ref()
-            .map(|s| s.conditions.clone())
-            .unwrap_or_default()
-    }
-}
-
-impl Conditioned for TerdutAlertSource {
-    fn conditions(&self) -> Vec<Condition> {
-        self.status
-            .as_ref()
-            .map(|s| s.conditions.clone())
-            .unwrap_or_default()
-    }
-}
 
 /// Writes the CrashLooping condition and Event on `key`'s object; `kind` labels metrics.
 pub async fn report<K: Conditioned>(
@@ -78,22 +40,10 @@ pub async fn report<K: Conditioned>(
         &message,
         ctx.clock.k8s_now(),
     );
-    ctx.metrics.kube_write(kind, "status");
-    if let Err(e) = api
-        .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-    {
+    if let Err(e) = status::merge::<K>(ctx, kind, key, &patch).await {
         warn!(%key, kind, error = %e, "could not record the crash loop in status");
     }
-    ctx.events
-        .publish(
-            &obj.object_ref(&()),
-            EventType::Warning,
-            CRASH_LOOPING,
-            "Supervise",
-            message,
-        )
-        .await;
+    events::warning(ctx, &obj, CRASH_LOOPING, "Supervise", message).await;
 }
 
 /// The status patch of a parked object: Ready False with `message`, Stalled (it restarts only

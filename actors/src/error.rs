@@ -16,9 +16,6 @@ pub enum ReconcileError {
     /// A call to terdut-server failed.
     #[error("terdut-server: {0}")]
     Api(#[from] ApiError),
-    /// A message to another actor timed out or its actor is gone.
-    #[error("asking {what}: {reason}")]
-    Actor { what: String, reason: String },
     /// The object cannot be reconciled as written (never retried until it changes).
     #[error("{0}")]
     Invalid(String),
@@ -41,12 +38,12 @@ impl ReconcileError {
     }
 
     /// True when the same call later may succeed: Kubernetes 409/429/5xx and transport
-    /// errors, terdut-server transient errors, actor timeouts.
+    /// errors, terdut-server transient errors.
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Kube { source, .. } => kube_retryable(source),
             Self::Api(e) => e.is_retryable(),
-            Self::Actor { .. } | Self::Conflict(_) | Self::Records(_) => true,
+            Self::Conflict(_) | Self::Records(_) => true,
             Self::Invalid(_) => false,
         }
     }
@@ -63,21 +60,9 @@ impl ReconcileError {
                 _ => "kube_transport",
             },
             Self::Api(e) => e.category(),
-            Self::Actor { .. } => "actor_timeout",
             Self::Invalid(_) => "invalid_spec",
             Self::Conflict(_) => "kube_conflict",
             Self::Records(_) => "records",
-        }
-    }
-
-    /// The HTTP status of a Kubernetes API error, if that is what this is.
-    pub fn kube_status(&self) -> Option<u16> {
-        match self {
-            Self::Kube {
-                source: kube::Error::Api(s),
-                ..
-            } => Some(s.code),
-            _ => None,
         }
     }
 }

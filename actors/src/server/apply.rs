@@ -1,6 +1,7 @@
 //! The only place a TerdutServer pass writes to Kubernetes (docs/design.md §6, §7): the key
 //! Secret is created once (never applied, never overwritten), the owned objects are
-//! server-side applied with the one field manager, a PDB no longer asked for is deleted.
+//! server-side applied with the one field manager, a PDB no longer asked for is deleted; every
+//! one of those writes through `write/` (`write::owned`, `write::apply`).
 //! Then the client its children use is refreshed (`client.rs`), failure or not: a refused
 //! write must not withhold it from the teams (the refresh checks the Service and Deployment
 //! itself before it sends the key).
@@ -11,10 +12,8 @@
 //! anything else is never written and the pass looks again (`write::apply`, docs/design.md §7
 //! "No adoption").
 
-use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, PostParams};
 use terdut_crds::v1alpha1::TerdutServer;
 use tracing::info;
 
@@ -27,8 +26,9 @@ use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
 use crate::kind::Kind;
-use crate::write::apply::{ApplyError, FIELD_MANAGER, Target, apply as server_side_apply};
+use crate::write::apply::{ApplyError, Target, apply as server_side_apply};
 use crate::write::events;
+use crate::write::owned::{Created, Deleted, create_only, delete};
 
 /// With test hooks on: the milliseconds a pass waits between the live read of an object's name
 /// and its apply (how a test makes a foreign object appear in between). Ignored otherwise.
@@ -87,14 +87,8 @@ async fn execute(ctx: &Ctx, server: &TerdutServer, step: &Step) -> Result<Done, 
     let ns = server.namespace().unwrap_or_default();
     match step {
         Step::CreateKeySecret(secret) => {
-            let api: Api<Secret> = Api::namespaced(ctx.kube.clone(), &ns);
-            ctx.metrics.kube_write(Kind::Server.label(), "create");
-            let pp = PostParams {
-                field_manager: Some(FIELD_MANAGER.into()),
-                ..Default::default()
-            };
-            match api.create(&pp, secret).await {
-                Ok(_) => {
+            match create_only(ctx, Kind::Server, &ns, secret.as_ref()).await? {
+                Created::Created => {
                     events::normal(
                         ctx,
                         server,
@@ -109,22 +103,15 @@ async fn execute(ctx: &Ctx, server: &TerdutServer, step: &Step) -> Result<Done, 
                     .await;
                     Ok(Done::Applied)
                 }
-                Err(kube::Error::Api(e)) if e.code == 409 => Ok(Done::Raced),
-                Err(e) => Err(ReconcileError::kube(
-                    "create",
-                    format!("Secret {ns}/{}", secret.name_any()),
-                    e,
-                )),
+                Created::Exists => Ok(Done::Raced),
             }
         }
         Step::ApplyService(svc) => applied(ctx, server, &ns, svc.as_ref()).await,
         Step::ApplyDeployment(d) => applied(ctx, server, &ns, d.as_ref()).await,
         Step::ApplyPdb(p) => applied(ctx, server, &ns, p.as_ref()).await,
         Step::DeletePdb { name } => {
-            let api: Api<PodDisruptionBudget> = Api::namespaced(ctx.kube.clone(), &ns);
-            ctx.metrics.kube_write(Kind::Server.label(), "delete");
-            match api.delete(name, &DeleteParams::default()).await {
-                Ok(_) => {
+            match delete::<PodDisruptionBudget>(ctx, Kind::Server, &ns, name).await? {
+                Deleted::Deleted => {
                     events::normal(
                         ctx,
                         server,
@@ -138,12 +125,7 @@ async fn execute(ctx: &Ctx, server: &TerdutServer, step: &Step) -> Result<Done, 
                     .await;
                     Ok(Done::Applied)
                 }
-                Err(kube::Error::Api(e)) if e.code == 404 => Ok(Done::Applied),
-                Err(e) => Err(ReconcileError::kube(
-                    "delete",
-                    format!("PodDisruptionBudget {ns}/{name}"),
-                    e,
-                )),
+                Deleted::Gone => Ok(Done::Applied),
             }
         }
     }

@@ -234,7 +234,6 @@ pub fn failed(
     } else {
         let reason = match error {
             ReconcileError::Api(_) => reasons::SERVER_ERROR,
-            ReconcileError::Actor { .. } => reasons::WAITING_FOR_SERVER,
             ReconcileError::Kube { .. }
             | ReconcileError::Invalid(_)
             | ReconcileError::Conflict(_)

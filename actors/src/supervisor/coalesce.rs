@@ -95,11 +95,6 @@ impl Coalescer {
         self.pending.remove(key);
     }
 
-    /// Whether a message for `key` is queued.
-    pub fn is_pending(&self, key: &ObjectKey) -> bool {
-        self.pending.contains(key)
-    }
-
     /// Number of keys with a queued message.
     pub fn len(&self) -> usize {
         self.pending.len()
@@ -202,7 +197,6 @@ mod tests {
         assert_eq!(sent, 1);
         assert!(c.mark(&b), "another key is independent");
         c.clear(&a);
-        assert!(!c.is_pending(&a));
         assert!(c.mark(&a), "after handling, the next event enqueues again");
         assert_eq!(c.len(), 2);
     }

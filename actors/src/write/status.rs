@@ -4,8 +4,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 
-use super::Managed;
 use super::shared::{Shared, diff, overlay};
+use super::{Conditioned, Managed};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
@@ -67,6 +67,23 @@ pub async fn write<K: Managed, D>(
             e,
         )),
     }
+}
+
+/// Writes `patch`, a merge patch of the status of `key`'s object, as it is: for a report made
+/// outside a pass (the supervisor parking a crash-looping actor, `crash_loop.rs`), which has no
+/// copy of its own to compare with. `label` labels the write metric.
+pub async fn merge<K: Conditioned>(
+    ctx: &Ctx,
+    label: &'static str,
+    key: &ObjectKey,
+    patch: &serde_json::Value,
+) -> Result<(), ReconcileError> {
+    let api: Api<K> = Api::namespaced(ctx.kube.clone(), &key.namespace);
+    ctx.metrics.kube_write(label, "status");
+    api.patch_status(&key.name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map(|_| ())
+        .map_err(|e| ReconcileError::kube("patch status of", format!("{} {key}", K::kind(&())), e))
 }
 
 /// PURE: the merge patch that takes `current` to what the kind's `desired` and `shared` say;

@@ -1,9 +1,12 @@
 //! The module graph of one crate and its cycles (`just lint`; docs/architecture.md
 //! "Modules").
 //!
-//! A module depends on another when it names something in it: a `use`, or a path such as
-//! `crate::x::f` in code. Paths are resolved through re-exports (`pub use child::Item` in a
-//! `mod.rs` leads to `child`). A module naming its own descendants is composition (a `mod.rs`
+//! A module depends on another when it names something in it: a `use`, or a path anywhere in
+//! its code: types, expressions, patterns, the tokens of a macro invocation or definition
+//! (`format!("{}", crate::x::NAME)`), an attribute's arguments. A path counts whether it starts
+//! at `crate`, `super` or `self`, or at a name the module imported (`use crate::write;` then
+//! `write::shared::f()` names `write::shared`). Paths are resolved through re-exports
+//! (`pub use child::Item` in a `mod.rs` leads to `child`). A module naming its own descendants is composition (a `mod.rs`
 //! building on its parts), not a dependency, and is left out; everything else counts. Test code
 //! (`#[cfg(test)]`) is left out: tests may reach anywhere.
 
@@ -27,8 +30,11 @@ pub struct Written {
 #[derive(Debug, Default)]
 struct Module {
     children: BTreeSet<String>,
-    /// `pub use` names and the path each stands for.
-    reexports: BTreeMap<String, Vec<String>>,
+    /// Every name a `use` of the module binds and the path it stands for: how a path written
+    /// from an imported name resolves, and how one through a re-export does. Visibility is not
+    /// looked at: the crate compiles, so every name a path goes through is visible where it is
+    /// written (`pub(crate) use`, or a private `use` named by a descendant).
+    imports: BTreeMap<String, Vec<String>>,
     /// Every path the module writes.
     paths: Vec<Written>,
 }
@@ -110,7 +116,7 @@ fn expand(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<(Vec<Stri
 struct Paths<'a> {
     file: &'a Path,
     out: Vec<Written>,
-    reexports: BTreeMap<String, Vec<String>>,
+    imports: BTreeMap<String, Vec<String>>,
 }
 
 impl Paths<'_> {
@@ -147,10 +153,9 @@ impl<'ast> Visit<'ast> for Paths<'_> {
     fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
         let mut all = vec![];
         expand(&u.tree, &mut vec![], &mut all);
-        let public = matches!(u.vis, syn::Visibility::Public(_));
         for (path, bound) in all {
-            if public && bound != "*" {
-                self.reexports.insert(bound, path.clone());
+            if bound != "*" && bound != "_" {
+                self.imports.insert(bound, path.clone());
             }
             self.written(path);
         }
@@ -165,11 +170,26 @@ impl<'ast> Visit<'ast> for Paths<'_> {
         syn::visit::visit_macro(self, m);
     }
 
+    // An attribute's arguments are tokens too (`#[serde(with = "crate::a::codec")]`): its
+    // paths, and the string literals among them that are paths.
+    fn visit_attribute(&mut self, a: &'ast syn::Attribute) {
+        if let syn::Meta::List(list) = &a.meta {
+            for segments in token_paths(list.tokens.clone()) {
+                self.written(segments);
+            }
+            for segments in literal_paths(list.tokens.clone()) {
+                self.written(segments);
+            }
+        }
+        syn::visit::visit_attribute(self, a);
+    }
+
+    // Any path of two segments or more, or from `crate`/`super`/`self`; one segment alone
+    // names what a `use` imported, and that `use` is counted already.
     fn visit_path(&mut self, p: &'ast syn::Path) {
         let segments: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
-        if segments
-            .first()
-            .is_some_and(|s| s == "crate" || s == "super" || s == "self")
+        if p.leading_colon.is_none()
+            && (segments.len() > 1 || segments.first().is_some_and(|s| is_anchor(s)))
         {
             self.written(segments);
         }
@@ -177,8 +197,13 @@ impl<'ast> Visit<'ast> for Paths<'_> {
     }
 }
 
-/// Every `crate::a::b`, `super::a` or `self::a` path written in `tokens`, at any depth of
-/// brackets.
+fn is_anchor(segment: &str) -> bool {
+    ["crate", "super", "self"].contains(&segment)
+}
+
+/// Every path of two segments or more written in `tokens` (`crate::a::b`, `super::a`,
+/// `shared::f`), at any depth of brackets; which of them name a module of the crate is for
+/// [`Crate::resolve`] to say. A path after a leading `::` is another crate's.
 fn token_paths(tokens: proc_macro2::TokenStream) -> Vec<Vec<String>> {
     use proc_macro2::TokenTree;
     let trees: Vec<TokenTree> = tokens.into_iter().collect();
@@ -190,9 +215,27 @@ fn token_paths(tokens: proc_macro2::TokenStream) -> Vec<Vec<String>> {
                 out.extend(token_paths(g.stream()));
                 i += 1;
             }
-            TokenTree::Ident(id)
-                if ["crate", "super", "self"].contains(&id.to_string().as_str()) =>
+            TokenTree::Punct(a)
+                if a.as_char() == ':'
+                    && matches!(trees.get(i + 1), Some(TokenTree::Punct(b)) if b.as_char() == ':') =>
             {
+                // `::a::b`: skip the whole path.
+                i += 2;
+                while let Some(TokenTree::Ident(_)) = trees.get(i) {
+                    match (trees.get(i + 1), trees.get(i + 2)) {
+                        (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b)))
+                            if a.as_char() == ':' && b.as_char() == ':' =>
+                        {
+                            i += 3
+                        }
+                        _ => {
+                            i += 1;
+                            break;
+                        }
+                    }
+                }
+            }
+            TokenTree::Ident(id) => {
                 let mut segments = vec![id.to_string()];
                 let mut j = i + 1;
                 // `::` is two `:` puncts; then the next segment.
@@ -214,6 +257,31 @@ fn token_paths(tokens: proc_macro2::TokenStream) -> Vec<Vec<String>> {
                 i = j;
             }
             _ => i += 1,
+        }
+    }
+    out
+}
+
+/// Every string literal in `tokens` (at any depth) that is a path of two segments or more:
+/// how serde's `with = "crate::a::codec"` and the like name a module.
+fn literal_paths(tokens: proc_macro2::TokenStream) -> Vec<Vec<String>> {
+    use proc_macro2::TokenTree;
+    let mut out = vec![];
+    for tree in tokens {
+        match tree {
+            TokenTree::Group(g) => out.extend(literal_paths(g.stream())),
+            TokenTree::Literal(lit) => {
+                let Ok(syn::Lit::Str(s)) = syn::parse_str::<syn::Lit>(&lit.to_string()) else {
+                    continue;
+                };
+                let Ok(path) = syn::parse_str::<syn::Path>(&s.value()) else {
+                    continue;
+                };
+                if path.leading_colon.is_none() && path.segments.len() > 1 {
+                    out.push(path.segments.iter().map(|s| s.ident.to_string()).collect());
+                }
+            }
+            _ => {}
         }
     }
     out
@@ -265,14 +333,14 @@ impl Crate {
         let mut visitor = Paths {
             file,
             out: vec![],
-            reexports: BTreeMap::new(),
+            imports: BTreeMap::new(),
         };
         for item in items {
             visitor.visit_item(item);
         }
         let entry = self.modules.entry(module.clone()).or_default();
         entry.paths.extend(visitor.out);
-        entry.reexports.extend(visitor.reexports);
+        entry.imports.extend(visitor.imports);
         for item in items {
             let syn::Item::Mod(m) = item else { continue };
             if is_cfg_test(&m.attrs) {
@@ -341,8 +409,8 @@ impl Crate {
                 }
             }
             Some(first) if self.has_child(from, first) => cur = from.clone(),
-            Some(first) if self.module(from).reexports.contains_key(first) => {
-                let via = self.module(from).reexports[first].clone();
+            Some(first) if self.module(from).imports.contains_key(first) => {
+                let via = self.module(from).imports[first].clone();
                 if via.as_slice() == written {
                     return None;
                 }
@@ -360,7 +428,7 @@ impl Crate {
                 cur.push(seg.clone());
                 continue;
             }
-            if let Some(via) = self.module(&cur).reexports.get(seg) {
+            if let Some(via) = self.module(&cur).imports.get(seg) {
                 let via = via.clone();
                 let target = self.resolve_depth(&cur, &via, depth + 1)?;
                 return self.walk(target, &rest[i + 1..], depth + 1);
@@ -495,7 +563,11 @@ pub fn display(path: &ModPath) -> String {
 
 /// Fails with a report naming every cycle of the crate at `root`.
 pub fn check(root: &Path) -> anyhow::Result<usize> {
-    let krate = Crate::load(root)?;
+    check_crate(&Crate::load(root)?, root)
+}
+
+/// Fails with a report naming every cycle of `krate` (read from `root`).
+pub fn check_crate(krate: &Crate, root: &Path) -> anyhow::Result<usize> {
     let cycles = krate.cycles();
     if cycles.is_empty() {
         return Ok(krate.modules.len());
@@ -580,6 +652,78 @@ mod tests {
         .unwrap();
         let cycles = krate.cycles();
         assert_eq!(cycles.len(), 1, "{cycles:?}");
+    }
+
+    /// The cycle the lint once missed: the driver uses `write::shared`, and `write::shared`
+    /// named a constant of the pipeline only inside a `format!`.
+    #[test]
+    fn a_cycle_made_by_a_path_inside_a_macro_is_reported_with_that_path() {
+        let krate = Crate::from_sources(&[
+            ("", "pub mod pipeline; pub mod write;"),
+            (
+                "pipeline",
+                "pub const PAUSE: &str = \"p\"; use crate::write::shared::PausedBy; fn f(_: PausedBy) {}",
+            ),
+            ("write", "pub mod shared;"),
+            (
+                "write::shared",
+                "pub enum PausedBy {} pub fn message() -> String { format!(\"{}=true\", crate::pipeline::PAUSE) }",
+            ),
+        ])
+        .unwrap();
+        let cycles = krate.cycles();
+        assert_eq!(cycles.len(), 1, "{cycles:?}");
+        let back = cycles[0]
+            .iter()
+            .find(|e| e.from == m("write::shared"))
+            .expect("the edge back from write::shared");
+        assert_eq!(back.to, m("pipeline"));
+        assert_eq!(back.because.segments, m("crate::pipeline::PAUSE"));
+        // The check fails and names the path.
+        let report = format!(
+            "{:#}",
+            check_crate(&krate, Path::new("fixture")).unwrap_err()
+        );
+        assert!(report.contains("crate::pipeline::PAUSE"), "{report}");
+    }
+
+    #[test]
+    fn paths_from_an_imported_name_count_in_code_macros_and_attributes() {
+        // `a` imports the module `write` and names `write::shared` only in an expression,
+        // `b` only inside a macro, `c` only in an attribute's string.
+        let krate = Crate::from_sources(&[
+            ("", "pub mod a; pub mod b; pub mod c; pub mod write;"),
+            ("write", "pub mod shared;"),
+            (
+                "write::shared",
+                "pub fn go() {} fn back() { let _ = crate::a::A; let _ = crate::b::B; let _ = crate::c::C; }",
+            ),
+            ("a", "use crate::write; pub struct A; fn f() { write::shared::go(); }"),
+            (
+                "b",
+                "use crate::write as w; pub struct B; fn f() { tracing::info!(x = ?w::shared::go()); }",
+            ),
+            (
+                "c",
+                "use crate::write; #[derive(serde::Serialize)] pub struct C { #[serde(serialize_with = \"write::shared::go\")] x: u8 }",
+            ),
+        ])
+        .unwrap();
+        let cycles = krate.cycles();
+        assert_eq!(cycles.len(), 1, "{cycles:?}");
+        let into: BTreeSet<ModPath> = cycles[0]
+            .iter()
+            .filter(|e| e.to == m("write::shared"))
+            .map(|e| e.from.clone())
+            .collect();
+        assert_eq!(into, BTreeSet::from([m("a"), m("b"), m("c")]));
+        // Another crate's paths, written with or without a leading `::`, name no module.
+        let krate = Crate::from_sources(&[
+            ("", "pub mod a;"),
+            ("a", "fn f() { let _ = ::kube::Api::<u8>::all; tracing::info!(x = %::std::f64::consts::PI); }"),
+        ])
+        .unwrap();
+        assert!(krate.edges().is_empty(), "{:?}", krate.edges());
     }
 
     #[test]
