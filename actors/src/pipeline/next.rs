@@ -45,8 +45,6 @@ pub struct Streak {
     pub failures: u32,
     /// Consecutive waiting passes.
     pub waits: u32,
-    /// The Warning already published in the current not-Ready streak.
-    pub warned: Option<String>,
 }
 
 impl Streak {

@@ -11,6 +11,7 @@
 //!   crash-window test hook).
 
 pub mod apply;
+pub mod cleanup;
 pub mod finalize;
 pub mod hooks;
 pub mod names;
@@ -28,7 +29,7 @@ use crate::api::Id;
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::kind::Kind;
-use crate::pipeline::{Finalized, Pass, Pipeline, Verdict, paused_by_annotation};
+use crate::pipeline::{Pass, Pipeline, Verdict, paused_by_annotation};
 use crate::write::shared::PausedBy;
 
 /// What the pipeline keeps for one TerdutAlertSource between passes.
@@ -54,6 +55,7 @@ impl Pipeline for Source {
     type Plan = Option<plan::Decision>;
     type Applied = status::Outcome;
     type Desired = status::DesiredStatus;
+    type Deletion = cleanup::SourceDeletion;
 
     const KIND: Kind = Kind::Source;
 
@@ -163,14 +165,5 @@ impl Pipeline for Source {
         now: Time,
     ) -> Option<serde_json::Value> {
         status::status_patch(current, desired, now)
-    }
-
-    async fn finalize<'a>(
-        &'a self,
-        pass: Pass<'a>,
-        source: &'a TerdutAlertSource,
-        memory: &'a mut SourceMemory,
-    ) -> Result<Finalized<status::DesiredStatus>, ReconcileError> {
-        finalize::finalize(pass, source, memory).await
     }
 }
