@@ -294,6 +294,12 @@ impl<P: Pipeline> Driver<P> {
             .await?;
             return Ok(verdict.next);
         }
+        // The one place a finalizer is added (`finalize` is where it is released).
+        if P::holds(&observed)
+            && let Some(name) = <P::Deletion as Deletion>::FINALIZER
+        {
+            finalizer::add(&self.ctx, object, name).await?;
+        }
         let applied = self
             .pipeline
             .apply(pass, object, observed, plan, &mut memory.kind)

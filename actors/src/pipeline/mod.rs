@@ -157,6 +157,14 @@ pub trait Pipeline: Send + Sync + 'static {
         async {}
     }
 
+    /// PURE: whether applying what was observed may create something on the server: the
+    /// driver then adds the kind's finalizer ([`Deletion::FINALIZER`]) first, so that nothing
+    /// exists there that deleting the object would not remove (docs/design.md §5
+    /// "Finalizers").
+    fn holds(_observed: &Self::Observed) -> bool {
+        false
+    }
+
     /// `spec.management`.
     fn management(object: &Self::Object) -> Management;
 

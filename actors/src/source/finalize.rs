@@ -361,7 +361,8 @@ fn orphan(source: &TerdutAlertSource, f: &Facts) -> Then<Question, DesiredStatus
     if controlled && !f.detached {
         return Then::Ask(Question::Detach);
     }
-    let kept = if controlled {
+    // Once detached, the Secret is no longer this source's: what was done is in `detached`.
+    let kept = if f.detached {
         format!(
             "; its webhook Secret {} was kept and is no longer managed by the operator (delete it when done)",
             secret_name(&source.name_any())
@@ -561,7 +562,12 @@ mod tests {
         };
         let (asked, s) = run(&source("Orphan", Some(9)), |q, f| match q {
             Question::SecretLive => f.secret_live = Some(Some(secret())),
-            Question::Detach => f.detached = true,
+            Question::Detach => {
+                // As `cleanup.rs` does: the Secret as replaced, no longer controlled.
+                let live = f.secret_live.take().flatten().unwrap();
+                f.secret_live = Some(Some(detached(live, "source-uid")));
+                f.detached = true;
+            }
             other => panic!("asked {other:?}"),
         });
         assert_eq!(asked, [Question::SecretLive, Question::Detach]);

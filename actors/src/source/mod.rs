@@ -85,11 +85,10 @@ impl Pipeline for Source {
         pass: Pass<'a>,
         source: &'a TerdutAlertSource,
         observed: observe::Observed,
-        _decision: Option<plan::Decision>,
+        decision: Option<plan::Decision>,
         memory: &'a mut SourceMemory,
     ) -> Result<status::Outcome, ReconcileError> {
-        // The decision is made again inside: a POST answered "exists" is planned anew.
-        apply::apply(pass, source, observed, memory).await
+        apply::apply(pass, source, observed, decision, memory).await
     }
 
     fn status(
@@ -111,6 +110,11 @@ impl Pipeline for Source {
             .get(&ObjectRef::new(team).within(&namespace))
             .filter(|t| paused_by_annotation(t.as_ref()))
             .map(|_| PausedBy::Team(team.clone()))
+    }
+
+    /// A reachable team may get an integration POST.
+    fn holds(observed: &observe::Observed) -> bool {
+        matches!(observed, observe::Observed::Reachable(_))
     }
 
     fn management(source: &TerdutAlertSource) -> Management {

@@ -111,6 +111,11 @@ impl Pipeline for Team {
         None
     }
 
+    /// A reachable server may get the create-or-find POST.
+    fn holds(observed: &observe::Observed) -> bool {
+        matches!(observed, observe::Observed::Reachable(_))
+    }
+
     fn management(team: &TerdutTeam) -> Management {
         team.spec.management
     }
