@@ -153,9 +153,12 @@ pub trait Deletion: Send + Sync + 'static {
     }
 }
 
+/// The types a [`NoFinalizer`] is about, held by none of its values.
+type Unheld<O, M, D> = fn() -> (O, M, D);
+
 /// The deletion of a kind that holds no finalizer.
 #[derive(Debug)]
-pub struct NoFinalizer<O, M, D>(PhantomData<fn() -> (O, M, D)>);
+pub struct NoFinalizer<O, M, D>(PhantomData<Unheld<O, M, D>>);
 
 impl<O, M, D> Deletion for NoFinalizer<O, M, D>
 where
