@@ -6,18 +6,19 @@ use std::time::Duration;
 
 use kube::{Resource, ResourceExt};
 use terdut_crds::v1alpha1::conditions::{READY, find};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use terdut_crds::v1alpha1::Management;
 
-use super::{Finalized, Next, Pass, Pipeline, Streak, Verdict, paused_by_annotation};
+use super::deletion::{ACTION, Deletion, Note, Then};
+use super::{Next, Pass, Pipeline, Streak, Verdict, paused_by_annotation};
 use crate::context::Ctx;
 use crate::crash_loop::Conditioned;
 use crate::error::ReconcileError;
 use crate::key::ObjectKey;
 use crate::tree::Parent;
 use crate::write::shared::{PausedBy, Shared};
-use crate::write::{self, Managed};
+use crate::write::{self, Managed, finalizer};
 
 /// What the driver keeps for one object between passes.
 pub struct Memory<P: Pipeline> {
@@ -83,6 +84,10 @@ impl<P: Pipeline> Memory<P> {
         }
     }
 }
+
+/// More questions than any kind's deletion plan asks in one pass: a plan that keeps asking
+/// is a bug, failed rather than looped on.
+const MAX_QUESTIONS: usize = 32;
 
 /// The hash [`Memory::uid`] holds: 8 bytes instead of the 36-character uid.
 fn uid_hash(uid: &Option<String>) -> Option<u64> {
@@ -289,6 +294,12 @@ impl<P: Pipeline> Driver<P> {
             .await?;
             return Ok(verdict.next);
         }
+        // The one place a finalizer is added (`finalize` is where it is released).
+        if P::holds(&observed)
+            && let Some(name) = <P::Deletion as Deletion>::FINALIZER
+        {
+            finalizer::add(&self.ctx, object, name).await?;
+        }
         let applied = self
             .pipeline
             .apply(pass, object, observed, plan, &mut memory.kind)
@@ -312,31 +323,106 @@ impl<P: Pipeline> Driver<P> {
         Ok(verdict.next)
     }
 
+    /// A pass of an object being deleted: the kind's plan ([`Deletion::step`]) asked until it
+    /// releases the finalizer or waits. The only place a finalizer is released after
+    /// deletion, so every kind releases it the same way: after what the plan says first, and
+    /// before what it says of the release.
     async fn finalize(
         &self,
         pass: Pass<'_>,
         object: &P::Object,
         memory: &mut Memory<P>,
     ) -> Result<Next, ReconcileError> {
-        match self
-            .pipeline
-            .finalize(pass, object, &mut memory.kind)
-            .await?
+        let result = self.delete(pass, object, memory).await;
+        if let Err(e) = &result
+            && let Some(note) = <P::Deletion as Deletion>::failed(object, e)
         {
-            Finalized::Released => Ok(Next::Resync),
-            Finalized::Waiting { desired, next } => {
-                if let Some(desired) = desired {
-                    write::status::write(
-                        &self.ctx,
+            self.tell(object, &note, &mut memory.kind).await;
+        }
+        result
+    }
+
+    async fn delete(
+        &self,
+        pass: Pass<'_>,
+        object: &P::Object,
+        memory: &mut Memory<P>,
+    ) -> Result<Next, ReconcileError> {
+        let ctx = &self.ctx;
+        let kind = P::KIND.label();
+        let Some(name) = <P::Deletion as Deletion>::FINALIZER.filter(|f| finalizer::has(object, f))
+        else {
+            // Not ours to hold: the API server removes the object once others let go.
+            debug!(kind, object = %ObjectKey::of(object), "being deleted; no finalizer of ours");
+            return Ok(Next::Resync);
+        };
+        let mut facts = <P::Deletion as Deletion>::Facts::default();
+        let mut told = 0;
+        // Each answer settles one question; a plan asks a handful of them.
+        for _ in 0..MAX_QUESTIONS {
+            let step = <P::Deletion as Deletion>::step(object, &memory.kind, &facts);
+            for note in step.notes.iter().skip(told) {
+                self.tell(object, note, &mut memory.kind).await;
+            }
+            told = told.max(step.notes.len());
+            match step.then {
+                Then::Ask(question) => {
+                    debug!(kind, object = %ObjectKey::of(object), ?question, "deletion asks");
+                    <P::Deletion as Deletion>::learn(
+                        pass,
                         object,
-                        Some(&desired),
-                        P::patch,
-                        &mut memory.written,
-                        &Shared::default(),
+                        question,
+                        &mut facts,
+                        &mut memory.kind,
                     )
                     .await?;
                 }
-                Ok(next)
+                Then::Gone => return Ok(Next::Resync),
+                Then::Release { after, log } => {
+                    if let Some(log) = log {
+                        info!(kind, object = %ObjectKey::of(object), "{log}");
+                    }
+                    finalizer::release(ctx, object, name).await?;
+                    <P::Deletion as Deletion>::released(ctx, object).await;
+                    for note in &after {
+                        self.tell(object, note, &mut memory.kind).await;
+                    }
+                    return Ok(Next::Resync);
+                }
+                Then::Wait { desired, next } => {
+                    if let Some(desired) = desired {
+                        write::status::write(
+                            ctx,
+                            object,
+                            Some(&desired),
+                            P::patch,
+                            &mut memory.written,
+                            &Shared::default(),
+                        )
+                        .await?;
+                    }
+                    return Ok(next);
+                }
+            }
+        }
+        Err(ReconcileError::Invalid(format!(
+            "the deletion plan of {} {} asked more than {MAX_QUESTIONS} questions",
+            P::KIND.resource(),
+            ObjectKey::of(object)
+        )))
+    }
+
+    /// Publishes a deletion [`Note`].
+    async fn tell(&self, object: &P::Object, note: &Note, memory: &mut P::Memory) {
+        let message = note.message.clone();
+        match <P::Deletion as Deletion>::warned(memory).filter(|_| note.once) {
+            Some(warned) => {
+                write::events::warn_once(&self.ctx, object, warned, note.reason, ACTION, message)
+                    .await;
+            }
+            None => {
+                write::events::publish(&self.ctx, object, note.type_, note.reason, ACTION, message)
+                    .await;
             }
         }
     }

@@ -1,4 +1,5 @@
-//! One pipeline for every kind: observe → plan (pure) → apply → status (pure) → finalize.
+//! One pipeline for every kind: observe → plan (pure) → apply → status (pure); and deletion,
+//! a pure plan per kind that the driver carries out ([`deletion`]).
 //!
 //! Each kind (`server/`, `team/`, `source/`, each with the same file names) implements
 //! [`Pipeline`]; [`driver::Driver`] runs it the same way for all three and owns what is not
@@ -11,6 +12,7 @@
 //! (an actor of the tree, or kube-runtime's `Controller` in the benchmark) only keeps
 //! [`driver::Memory`] between passes and arms a timer with the delay it returns.
 
+pub mod deletion;
 pub mod driver;
 pub mod next;
 
@@ -18,6 +20,7 @@ use std::future::Future;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+pub use deletion::{Deletion, Note, Step, Then};
 pub use driver::{Driver, Keepsake, Memory};
 pub use next::{Next, Streak};
 
@@ -89,15 +92,6 @@ pub struct Announce {
     pub on_message: bool,
 }
 
-/// How a deletion pass ended.
-#[derive(Clone, Debug)]
-pub enum Finalized<D> {
-    /// Nothing on the server is left to clean up (or the finalizer was not there): released.
-    Released,
-    /// Still waiting; the status to write, if any, and when to look again.
-    Waiting { desired: Option<D>, next: Next },
-}
-
 /// One kind's steps. The driver calls them in order; `observe` and `apply` do IO, `plan` and
 /// `status` are pure and unit-tested on their own.
 pub trait Pipeline: Send + Sync + 'static {
@@ -113,6 +107,8 @@ pub trait Pipeline: Send + Sync + 'static {
     type Applied: Send;
     /// The status the object should have, without timestamps.
     type Desired: Send + Sync;
+    /// How an object of the kind is deleted (`deletion.rs`); the driver runs it.
+    type Deletion: Deletion<Object = Self::Object, Memory = Self::Memory, Desired = Self::Desired>;
 
     const KIND: Kind;
 
@@ -161,6 +157,14 @@ pub trait Pipeline: Send + Sync + 'static {
         async {}
     }
 
+    /// PURE: whether applying what was observed may create something on the server: the
+    /// driver then adds the kind's finalizer ([`Deletion::FINALIZER`]) first, so that nothing
+    /// exists there that deleting the object would not remove (docs/design.md §5
+    /// "Finalizers").
+    fn holds(_observed: &Self::Observed) -> bool {
+        false
+    }
+
     /// `spec.management`.
     fn management(object: &Self::Object) -> Management;
 
@@ -191,14 +195,6 @@ pub trait Pipeline: Send + Sync + 'static {
         desired: &Self::Desired,
         now: Time,
     ) -> Option<serde_json::Value>;
-
-    /// A pass of an object being deleted.
-    fn finalize<'a>(
-        &'a self,
-        pass: Pass<'a>,
-        object: &'a Self::Object,
-        memory: &'a mut Self::Memory,
-    ) -> impl Future<Output = Result<Finalized<Self::Desired>, ReconcileError>> + Send + 'a;
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ use terdut_crds::v1alpha1::{TerdutServer, TerdutServerStatus};
 
 use crate::error::ReconcileError;
 use crate::kind::Kind;
-use crate::pipeline::{Finalized, Pass, Pipeline, Verdict};
+use crate::pipeline::{Pass, Pipeline, Verdict};
 use terdut_crds::v1alpha1::Management;
 
 /// Annotation that makes the server's actor panic when the operator runs with test hooks on;
@@ -84,6 +84,7 @@ impl Pipeline for Server {
     type Plan = Result<plan::Plan, String>;
     type Applied = Applied;
     type Desired = status::DesiredStatus;
+    type Deletion = finalize::ServerDeletion;
 
     const KIND: Kind = Kind::Server;
 
@@ -191,15 +192,6 @@ impl Pipeline for Server {
         now: Time,
     ) -> Option<serde_json::Value> {
         status::status_patch(current, desired, now)
-    }
-
-    async fn finalize<'a>(
-        &'a self,
-        _pass: Pass<'a>,
-        server: &'a TerdutServer,
-        _memory: &'a mut ServerMemory,
-    ) -> Result<Finalized<status::DesiredStatus>, ReconcileError> {
-        Ok(finalize::finalize(server))
     }
 }
 

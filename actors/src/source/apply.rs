@@ -19,7 +19,6 @@ use tracing::{debug, info};
 
 use super::SourceMemory;
 use super::hooks;
-use super::names::FINALIZER;
 use super::names::{ANNOTATION_ROTATE, ANNOTATION_ROTATED_FOR, external_id, secret_name};
 use super::observe::{Observed, Reachable, SecretObservation, desired};
 use super::plan::{
@@ -34,16 +33,17 @@ use crate::key::ObjectKey;
 use crate::kind::{Kind, Written};
 use crate::pipeline::Pass;
 use crate::write::apply::FIELD_MANAGER;
-use crate::write::{events, finalizer};
+use crate::write::events;
 
 /// `kube_writes_total{kind}` of the webhook Secret writes is the source's kind.
 const KIND: &str = Kind::Source.label();
 
-/// Carries out `decision` (the plan of `observed`).
+/// Carries out `decision` (the plan of `observed`, made once by the pipeline).
 pub async fn apply(
     pass: Pass<'_>,
     source: &TerdutAlertSource,
     observed: Observed,
+    decision: Option<Decision>,
     memory: &mut SourceMemory,
 ) -> Result<Outcome, ReconcileError> {
     let ctx = pass.ctx;
@@ -57,8 +57,7 @@ pub async fn apply(
         secret,
         server,
     } = *r;
-    // Before any POST: no integration may exist that deleting the object would not remove.
-    finalizer::add(ctx, source, FINALIZER).await?;
+    // The driver added the finalizer before any POST (`Source::holds`).
     let team_name = source.spec.team_ref.name.clone();
     let target = Target {
         client: &granted.client,
@@ -66,7 +65,10 @@ pub async fn apply(
         team_name: &team_name,
     };
     let desired = desired(source);
-    let executed = converge(ctx, source, &target, desired, status_id, &secret, server).await?;
+    let executed = converge(
+        ctx, source, &target, desired, status_id, &secret, server, decision,
+    )
+    .await?;
     let outcome = match executed {
         Executed::InSync { id } => {
             memory.integration_id = Some(id);
@@ -104,7 +106,9 @@ pub enum Executed {
     Blocked(Blocker),
 }
 
-/// Plans and carries out until in sync or blocked.
+/// Carries out `first` (the pass's plan), and plans again only after a POST answered that the
+/// `external_id` exists, until in sync or blocked.
+#[allow(clippy::too_many_arguments)]
 async fn converge(
     ctx: &Ctx,
     source: &TerdutAlertSource,
@@ -113,17 +117,25 @@ async fn converge(
     status_id: Option<Id>,
     secret: &SecretObservation,
     mut server: ServerView,
+    first: Option<Decision>,
 ) -> Result<Executed, ReconcileError> {
     let key = ObjectKey::of(source);
     let secret_name = secret_name(&key.name);
+    let mut planned = first;
     for _ in 0..MAX_ROUNDS {
-        let decision = plan(&Inputs {
-            desired,
-            status_id,
-            secret: &secret.view,
-            server: &server,
-        });
-        debug!(source = %key, ?decision, "planned");
+        let decision = match planned.take() {
+            Some(decision) => decision,
+            None => {
+                let decision = plan(&Inputs {
+                    desired,
+                    status_id,
+                    secret: &secret.view,
+                    server: &server,
+                });
+                debug!(source = %key, ?decision, "planned again");
+                decision
+            }
+        };
         match &decision {
             Decision::Noop { id } => return Ok(Executed::InSync { id: *id }),
             Decision::Blocked(b) => return Ok(Executed::Blocked(b.clone())),

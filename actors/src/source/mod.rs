@@ -11,6 +11,7 @@
 //!   crash-window test hook).
 
 pub mod apply;
+pub mod cleanup;
 pub mod finalize;
 pub mod hooks;
 pub mod names;
@@ -28,7 +29,7 @@ use crate::api::Id;
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::kind::Kind;
-use crate::pipeline::{Finalized, Pass, Pipeline, Verdict, paused_by_annotation};
+use crate::pipeline::{Pass, Pipeline, Verdict, paused_by_annotation};
 use crate::write::shared::PausedBy;
 
 /// What the pipeline keeps for one TerdutAlertSource between passes.
@@ -54,6 +55,7 @@ impl Pipeline for Source {
     type Plan = Option<plan::Decision>;
     type Applied = status::Outcome;
     type Desired = status::DesiredStatus;
+    type Deletion = cleanup::SourceDeletion;
 
     const KIND: Kind = Kind::Source;
 
@@ -83,11 +85,10 @@ impl Pipeline for Source {
         pass: Pass<'a>,
         source: &'a TerdutAlertSource,
         observed: observe::Observed,
-        _decision: Option<plan::Decision>,
+        decision: Option<plan::Decision>,
         memory: &'a mut SourceMemory,
     ) -> Result<status::Outcome, ReconcileError> {
-        // The decision is made again inside: a POST answered "exists" is planned anew.
-        apply::apply(pass, source, observed, memory).await
+        apply::apply(pass, source, observed, decision, memory).await
     }
 
     fn status(
@@ -109,6 +110,11 @@ impl Pipeline for Source {
             .get(&ObjectRef::new(team).within(&namespace))
             .filter(|t| paused_by_annotation(t.as_ref()))
             .map(|_| PausedBy::Team(team.clone()))
+    }
+
+    /// A reachable team may get an integration POST.
+    fn holds(observed: &observe::Observed) -> bool {
+        matches!(observed, observe::Observed::Reachable(_))
     }
 
     fn management(source: &TerdutAlertSource) -> Management {
@@ -163,14 +169,5 @@ impl Pipeline for Source {
         now: Time,
     ) -> Option<serde_json::Value> {
         status::status_patch(current, desired, now)
-    }
-
-    async fn finalize<'a>(
-        &'a self,
-        pass: Pass<'a>,
-        source: &'a TerdutAlertSource,
-        memory: &'a mut SourceMemory,
-    ) -> Result<Finalized<status::DesiredStatus>, ReconcileError> {
-        finalize::finalize(pass, source, memory).await
     }
 }

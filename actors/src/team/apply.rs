@@ -43,9 +43,8 @@ pub async fn apply(
         }
         Observed::Reachable(r) => r,
     };
-    // Before the first call that can create the team: no team may exist that deleting the
-    // object would not remove.
-    finalizer::add(ctx, team, FINALIZER).await?;
+    // The driver added the finalizer before this first call that can create the team
+    // (`Team::holds`).
     let Reachable {
         client,
         server,
@@ -113,8 +112,8 @@ pub async fn apply(
                             // The record this pass wrote is taken back (one older than the
                             // records keeps its judgement).
                             let keep = guard::kept_after_decline(before, e.legacy.is_some());
-                            // This pass added the finalizer (above), which `team`, read
-                            // before it, does not show.
+                            // The driver added the finalizer to this pass, which `team`,
+                            // read before, does not show.
                             return decline(ctx, team, &server, &t, keep, true, memory).await;
                         }
                     }

@@ -1,5 +1,7 @@
 //! A TerdutTeam being deleted (docs/design.md §5 "Finalizers", §4.6 last bullet): DELETE the team
-//! on the server, then release the finalizer.
+//! on the server, then release the finalizer. PURE: [`step`] is the plan, from what the pass
+//! has learnt so far ([`Facts`]); `cleanup.rs` answers its [`Question`]s and the pipeline driver
+//! carries it out (`pipeline::deletion`).
 //!
 //! - 404 is success; 409 open incidents keeps the finalizer, publishes a Warning and retries
 //!   with backoff, as does any other failure: the finalizer is never removed early.
@@ -46,80 +48,126 @@
 //!   again). Then the finalizer is released with a `TeamLeftOnServer` Warning saying what may
 //!   be left there.
 
-use kube::ResourceExt;
-use kube::api::Api;
-use terdut_crds::v1alpha1::{DeletionPolicy, TerdutAlertSource, TerdutTeam};
-use tracing::info;
+use std::sync::Arc;
 
-use super::guard::Record;
-use super::observe::{Uncached, access, server_cached, uncached};
+use terdut_crds::v1alpha1::{DeletionPolicy, TerdutTeam};
+
+use super::TeamMemory;
 use super::plan::external_id;
 use super::status::{DesiredStatus, Outcome, StatusInputs, desired_status};
-use super::{FINALIZER, TeamMemory};
-use crate::api::{ApiError, Deletion, Id, TerdutClient};
+use crate::api::{ApiError, Deletion as Removed, Id, TerdutClient};
 use crate::consent::Consent;
-use crate::context::Ctx;
-use crate::error::ReconcileError;
 use crate::key::ObjectKey;
-use crate::pipeline::{Finalized, Next, Pass};
+use crate::pipeline::{Next, Note, Step, Then};
 use crate::server::observe::team_server_key;
-use crate::tenancy::{self, decide::Admission};
-use crate::write::{events, finalizer};
+use crate::team::observe::Uncached;
+use crate::tenancy::decide::Admission;
+use crate::write::finalizer;
 
-/// Waiting with backoff, status as it is.
-fn wait() -> Finalized<DesiredStatus> {
-    Finalized::Waiting {
-        desired: None,
-        next: Next::Wait,
+/// What a deletion pass asks, in the order [`step`] asks it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Question {
+    /// The deletion policy in force, and which server policy overrode the spec's, if one did
+    /// (the caches).
+    Policy,
+    /// The alert sources of this team that will still delete their integration (a list).
+    Sources,
+    /// Whether the caches show the server, and if not what a live look finds.
+    Server,
+    /// The server's client and its consent for this namespace (the parent).
+    Access,
+    /// Whether the object still exists, same uid, with the finalizer (read live).
+    StillOurs,
+    /// Whether the server owner's policy admits the team (the caches).
+    Admission,
+    /// Whether the records say a create call was made for this object (ADR 0013).
+    Made,
+    /// The id of the team on the server: `known` confirmed by a GET, else found by the
+    /// create-or-find POST when `accepted`.
+    Lookup { known: Option<Id>, accepted: bool },
+    /// DELETE the team on the server.
+    Delete(Id),
+}
+
+/// What a deletion pass has learnt so far (`None`: not asked yet).
+#[derive(Default)]
+pub struct Facts {
+    pub policy: Option<(DeletionPolicy, Option<String>)>,
+    /// [`deleting_their_integrations`].
+    pub sources: Option<Vec<String>>,
+    /// `Some(None)`: the caches show the server.
+    pub server: Option<Option<Uncached>>,
+    pub access: Option<Result<(Arc<TerdutClient>, Consent), Outcome>>,
+    pub still_ours: Option<bool>,
+    pub admission: Option<Admission>,
+    pub made: Option<bool>,
+    /// The lookup, or why it failed.
+    pub lookup: Option<Result<Ours, String>>,
+    pub deleted: Option<Result<Removed, ApiError>>,
+}
+
+impl std::fmt::Debug for Facts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Facts")
+            .field("policy", &self.policy)
+            .field("sources", &self.sources)
+            .field("server", &self.server)
+            .field("still_ours", &self.still_ours)
+            .field("made", &self.made)
+            .field("lookup", &self.lookup)
+            .field("deleted", &self.deleted)
+            .finish_non_exhaustive()
     }
 }
 
-/// One deletion pass. `warned` keeps the Warning of the current failure streak from repeating;
-/// `remembered` is the team id the actor last knew (see `pass::converge`).
-pub async fn finalize(
-    pass: Pass<'_>,
+/// PURE: the next step of deleting `team` (which carries the finalizer), given `facts`.
+pub fn step(
     team: &TerdutTeam,
-    memory: &mut TeamMemory,
-) -> Result<Finalized<DesiredStatus>, ReconcileError> {
-    let ctx = pass.ctx;
-    let (warned, remembered) = (&mut memory.warned, memory.team_id);
-    if !finalizer::has(team, FINALIZER) {
-        // Not ours to hold: the API server removes the object once others let go.
-        return Ok(Finalized::Released);
-    }
+    memory: &TeamMemory,
+    facts: &Facts,
+) -> Step<Question, DesiredStatus> {
+    let mut notes = Vec::new();
+    let then = then(team, memory, facts, &mut notes);
+    Step { notes, then }
+}
+
+fn then(
+    team: &TerdutTeam,
+    memory: &TeamMemory,
+    f: &Facts,
+    notes: &mut Vec<Note>,
+) -> Then<Question, DesiredStatus> {
     let key = ObjectKey::of(team);
     let server = team_server_key(team);
+    let recorded = || {
+        team.status
+            .as_ref()
+            .and_then(|s| s.team_id)
+            .map(|id| format!(" (recorded as team {id})"))
+            .unwrap_or_default()
+    };
     // docs/design.md §5 "Deletion policy": no call to the server at all, unless the server
     // owner's policy forbids leaving the team behind (§4.6 "Policies"): then it is deleted.
-    let (policy, decided_by) = tenancy::deletion_policy(ctx, team, &server);
+    let Some((policy, decided_by)) = &f.policy else {
+        return Then::Ask(Question::Policy);
+    };
     if let Some(by) = decided_by {
-        events::warn_once(
-            ctx,
-            team,
-            warned,
+        notes.push(Note::warn_once(
             "OrphanNotAllowed",
-            "Delete",
             format!(
                 "spec.deletionPolicy is Orphan, which policy {by:?} of TerdutServer {server} \
                  (spec.allowedTeams.policies) does not allow: the team is deleted on the server"
             ),
-        )
-        .await;
+        ));
     }
-    if policy == DeletionPolicy::Orphan {
-        let sources: Api<TerdutAlertSource> = Api::namespaced(ctx.kube.clone(), &key.namespace);
-        let listed = sources.list(&Default::default()).await.map_err(|e| {
-            ReconcileError::kube(
-                "list",
-                format!("TerdutAlertSources in {}", key.namespace),
-                e,
-            )
-        })?;
-        let waiting = deleting_their_integrations(&key.name, &listed.items);
+    if *policy == DeletionPolicy::Orphan {
+        let Some(waiting) = &f.sources else {
+            return Then::Ask(Question::Sources);
+        };
         if !waiting.is_empty() {
-            let why = orphan_waits(&server, &waiting);
-            events::warn_once(ctx, team, warned, "DeletionBlocked", "Delete", why.clone()).await;
-            return Ok(Finalized::Waiting {
+            let why = orphan_waits(&server, waiting);
+            notes.push(Note::warn_once("DeletionBlocked", why.clone()));
+            return Then::Wait {
                 desired: Some(desired_status(
                     &Outcome::DeletionBlocked(why),
                     &StatusInputs {
@@ -130,141 +178,143 @@ pub async fn finalize(
                     },
                 )),
                 next: Next::Wait,
-            });
+            };
         }
-        let recorded = team
-            .status
-            .as_ref()
-            .and_then(|s| s.team_id)
-            .map(|id| format!(" (recorded as team {id})"))
-            .unwrap_or_default();
-        finalizer::release(ctx, team, FINALIZER).await?;
-        forget(ctx, team).await;
-        events::normal(
-            ctx,
-            team,
-            "Orphaned",
-            "Delete",
+        return Then::Release {
+            after: vec![Note::normal(
+                "Orphaned",
+                format!(
+                    "spec.deletionPolicy is Orphan: the team on TerdutServer {server}{} was \
+                     left as it is, with its ladder, switches and history; released the finalizer",
+                    recorded()
+                ),
+            )],
+            log: Some("orphaned on the server (deletionPolicy Orphan)".into()),
+        };
+    }
+    let Some(uncached) = &f.server else {
+        return Then::Ask(Question::Server);
+    };
+    match uncached {
+        Some(Uncached::Absent) => {
+            notes.push(Note::warning(
+                "ServerGone",
+                format!(
+                    "TerdutServer {server} no longer exists: released the finalizer without \
+                     deleting the team on it (with the server gone there is no API to call, \
+                     and the operator never touches a server's database)"
+                ),
+            ));
+            return Then::release(vec![]);
+        }
+        // Exists, but another instance's (or none's): nobody could delete the team from
+        // here, and waiting would keep the object (and its namespace) for good.
+        Some(Uncached::NotMine(why)) => {
+            let Some(made) = f.made else {
+                return Then::Ask(Question::Made);
+            };
+            if !made {
+                return Then::Release {
+                    after: vec![],
+                    log: Some(format!(
+                        "server not reconciled here ({why}), and no team was ever created for \
+                         this object"
+                    )),
+                };
+            }
+            notes.push(Note::warning(
+                "TeamLeftOnServer",
+                format!(
+                    "TerdutServer {server} is not reconciled by this operator instance \
+                     ({why}), so its team{} cannot be deleted from here, and an \
+                     instance that reconciles that server does not select this \
+                     TerdutTeam; released the finalizer so the deletion can finish. \
+                     Delete the team on the server by hand if it should go (next time, \
+                     label the TerdutTeam as its TerdutServer is labelled first)",
+                    recorded()
+                ),
+            ));
+            return Then::release(vec![]);
+        }
+        // The cache lags behind a server created a moment ago.
+        Some(Uncached::NotYetSeen) => return Then::wait(),
+        None => {}
+    }
+    let failed = |why: String| {
+        Note::warn_once(
+            "TeamDeleteFailed",
             format!(
-                "spec.deletionPolicy is Orphan: the team on TerdutServer {server}{recorded} was \
-                 left as it is, with its ladder, switches and history; released the finalizer"
+                "could not delete the team on TerdutServer {server} yet: {why}; the finalizer \
+                 stays and the delete is retried with backoff"
             ),
         )
-        .await;
-        info!(team = %key, "orphaned on the server (deletionPolicy Orphan)");
-        return Ok(Finalized::Released);
-    }
-    if !server_cached(ctx, &server) {
-        match uncached(ctx, &server).await? {
-            Uncached::Absent => {
-                events::warning(
-                    ctx,
-                    team,
-                    "ServerGone",
-                    "Delete",
-                    format!(
-                        "TerdutServer {server} no longer exists: released the finalizer without \
-                         deleting the team on it (with the server gone there is no API to call, \
-                         and the operator never touches a server's database)"
-                    ),
-                )
-                .await;
-                finalizer::release(ctx, team, FINALIZER).await?;
-                forget(ctx, team).await;
-                return Ok(Finalized::Released);
-            }
-            // Exists, but another instance's (or none's): nobody could delete the team from
-            // here, and waiting would keep the object (and its namespace) for good.
-            Uncached::NotMine(why) => {
-                if made_by_this_object(ctx, team).await? {
-                    let recorded = team
-                        .status
-                        .as_ref()
-                        .and_then(|s| s.team_id)
-                        .map(|id| format!(" (recorded as team {id})"))
-                        .unwrap_or_default();
-                    events::warning(
-                        ctx,
-                        team,
-                        "TeamLeftOnServer",
-                        "Delete",
-                        format!(
-                            "TerdutServer {server} is not reconciled by this operator instance \
-                             ({why}), so its team{recorded} cannot be deleted from here, and an \
-                             instance that reconciles that server does not select this \
-                             TerdutTeam; released the finalizer so the deletion can finish. \
-                             Delete the team on the server by hand if it should go (next time, \
-                             label the TerdutTeam as its TerdutServer is labelled first)"
-                        ),
-                    )
-                    .await;
-                } else {
-                    info!(team = %key, %why, "server not reconciled here, and no team was ever created for this object");
-                }
-                finalizer::release(ctx, team, FINALIZER).await?;
-                forget(ctx, team).await;
-                return Ok(Finalized::Released);
-            }
-            // The cache lags behind a server created a moment ago.
-            Uncached::NotYetSeen => return Ok(wait()),
-        }
-    }
-
-    let failed = |why: String| {
-        format!(
-            "could not delete the team on TerdutServer {server} yet: {why}; the finalizer stays \
-             and the delete is retried with backoff"
-        )
     };
-    let (client, consent) = match access(pass, &key.namespace, &server, false).await {
-        Ok(answer) => answer,
+    let Some(access) = &f.access else {
+        return Then::Ask(Question::Access);
+    };
+    let consent = match access {
+        Ok((_, consent)) => consent,
         Err(outcome) => {
-            let why = why(&outcome, team, &server);
-            events::warn_once(ctx, team, warned, "TeamDeleteFailed", "Delete", failed(why)).await;
-            return Ok(wait());
+            notes.push(failed(refusal(outcome, team, &server)));
+            return Then::wait();
         }
     };
-    if !still_ours(ctx, team).await? {
-        return Ok(Finalized::Released);
+    let Some(still_ours) = f.still_ours else {
+        return Then::Ask(Question::StillOurs);
+    };
+    if !still_ours {
+        return Then::Gone;
     }
-    let known = team.status.as_ref().and_then(|s| s.team_id).or(remembered);
+    let known = team
+        .status
+        .as_ref()
+        .and_then(|s| s.team_id)
+        .or(memory.team_id);
     // The lookup by external_id is a create call: made only for a team the server accepts
     // and its owner's policy admits, so a refused display name is never created on the server,
     // not even to be deleted again (docs/design.md §4.6 "Policies").
-    let refused = if consent != Consent::Allowed {
+    let refused = if *consent != Consent::Allowed {
         Some(format!(
             "TerdutServer {server} does not accept TerdutTeams from namespace {}",
             key.namespace
         ))
     } else {
-        match tenancy::admit_team(ctx, team, &server) {
+        let Some(admission) = &f.admission else {
+            return Then::Ask(Question::Admission);
+        };
+        match admission {
             Admission::Admitted => None,
-            Admission::NotAllowed(why) | Admission::OverLimit(why) => Some(why),
+            Admission::NotAllowed(why) | Admission::OverLimit(why) => Some(why.clone()),
             // Still counting: which teams the limit admits is known in a moment.
-            Admission::Uncounted => return Ok(wait()),
+            Admission::Uncounted => return Then::wait(),
         }
     };
     let accepted = refused.is_none();
-    let made = made_by_this_object(ctx, team).await?;
+    let Some(made) = f.made else {
+        return Then::Ask(Question::Made);
+    };
     let looked_up = if made {
-        ours(&client, team, known, &external_id(&key), accepted).await
+        let Some(lookup) = &f.lookup else {
+            return Then::Ask(Question::Lookup { known, accepted });
+        };
+        lookup.clone()
     } else if accepted {
-        info!(team = %key, "no create call was ever recorded for this object; nothing of it on the server");
-        finalizer::release(ctx, team, FINALIZER).await?;
-        forget(ctx, team).await;
-        return Ok(Finalized::Released);
+        return Then::Release {
+            after: vec![],
+            log: Some(
+                "no create call was ever recorded for this object; nothing of it on the server"
+                    .into(),
+            ),
+        };
     } else {
         Ok(Ours::NotLookedUp)
     };
     let id = match looked_up {
-        Ok(Ours::Id(id)) => Some(id),
-        Ok(Ours::NoneExists) => None,
+        Ok(Ours::Id(id)) => id,
+        Ok(Ours::NoneExists) => return Then::release(vec![]),
         Ok(Ours::NotLookedUp) => {
-            events::warning(
-                ctx,
-                team,
+            notes.push(Note::warning(
                 "TeamLeftOnServer",
-                "Delete",
                 format!(
                     "{} and no team id it confirms as {} is known, so nothing was looked up or \
                      deleted there (the only lookup by external_id is a create call, which a \
@@ -273,79 +323,54 @@ pub async fn finalize(
                     refused.unwrap_or_default(),
                     external_id(&key)
                 ),
-            )
-            .await;
-            finalizer::release(ctx, team, FINALIZER).await?;
-            forget(ctx, team).await;
-            return Ok(Finalized::Released);
+            ));
+            return Then::release(vec![]);
         }
-        Err(e) => {
-            let why = e.to_string();
-            events::warn_once(ctx, team, warned, "TeamDeleteFailed", "Delete", failed(why)).await;
-            return Ok(wait());
+        Err(why) => {
+            notes.push(failed(why));
+            return Then::wait();
         }
     };
-    if let Some(id) = id {
-        match client.delete_team(id).await {
-            Ok(Deletion::Deleted) => {
-                info!(team = %key, id, "deleted the team on the server");
-                events::normal(
-                    ctx,
-                    team,
-                    "TeamDeleted",
-                    "Delete",
-                    format!("deleted team {id} on TerdutServer {server}"),
-                )
-                .await;
-            }
-            Ok(Deletion::AlreadyGone) => {}
-            Err(ApiError::OpenIncidents) => {
-                events::warn_once(
-                    ctx,
-                    team,
-                    warned,
-                    "TeamDeleteRefused",
-                    "Delete",
-                    format!(
-                        "TerdutServer {server} refuses to delete team {id} while it has open \
-                         incidents; the finalizer stays and the delete is retried with backoff \
-                         until they are resolved"
-                    ),
-                )
-                .await;
-                return Ok(wait());
-            }
-            Err(e) => {
-                let why = e.to_string();
-                events::warn_once(ctx, team, warned, "TeamDeleteFailed", "Delete", failed(why))
-                    .await;
-                return Ok(wait());
-            }
+    let Some(deleted) = &f.deleted else {
+        return Then::Ask(Question::Delete(id));
+    };
+    match deleted {
+        Ok(Removed::Deleted) => notes.push(Note::normal(
+            "TeamDeleted",
+            format!("deleted team {id} on TerdutServer {server}"),
+        )),
+        Ok(Removed::AlreadyGone) => {}
+        Err(ApiError::OpenIncidents) => {
+            notes.push(Note::warn_once(
+                "TeamDeleteRefused",
+                format!(
+                    "TerdutServer {server} refuses to delete team {id} while it has open \
+                     incidents; the finalizer stays and the delete is retried with backoff \
+                     until they are resolved"
+                ),
+            ));
+            return Then::wait();
+        }
+        Err(e) => {
+            notes.push(failed(e.to_string()));
+            return Then::wait();
         }
     }
-    finalizer::release(ctx, team, FINALIZER).await?;
-    forget(ctx, team).await;
-    Ok(Finalized::Released)
-}
-
-/// ADR 0013: whether a recorded create call was made for this object (or, for an object older
-/// than the records, whether ADR 0007 would have looked its team up: it has the finalizer).
-async fn made_by_this_object(ctx: &Ctx, team: &TerdutTeam) -> Result<bool, ReconcileError> {
-    let record = ctx.records.get(&team.uid().unwrap_or_default()).await?;
-    let created = team.metadata.creation_timestamp.as_ref().map(|t| t.0);
-    Ok(record == Record::Made
-        || (record == Record::None && ctx.records.older_than_records(created).await?))
+    Then::release(vec![])
 }
 
 /// PURE: the alert sources (of `sources`, one namespace's) of the team `team` that still hold
 /// their finalizer and will delete their integration: their names, sorted.
-pub fn deleting_their_integrations(team: &str, sources: &[TerdutAlertSource]) -> Vec<String> {
+pub fn deleting_their_integrations(
+    team: &str,
+    sources: &[terdut_crds::v1alpha1::TerdutAlertSource],
+) -> Vec<String> {
     let mut names: Vec<String> = sources
         .iter()
         .filter(|s| s.spec.team_ref.name == team)
         .filter(|s| s.spec.deletion_policy == DeletionPolicy::Delete)
         .filter(|s| finalizer::has(*s, crate::source::names::FINALIZER))
-        .map(|s| s.name_any())
+        .map(kube::ResourceExt::name_any)
         .collect();
     names.sort();
     names
@@ -368,34 +393,9 @@ fn orphan_waits(server: &ObjectKey, sources: &[String]) -> String {
     )
 }
 
-/// The object is gone: its record with it. A failure only leaves a record of a uid that never
-/// comes back (logged).
-async fn forget(ctx: &Ctx, team: &TerdutTeam) {
-    if let Err(e) = ctx.records.forget(&team.uid().unwrap_or_default()).await {
-        tracing::warn!(team = %ObjectKey::of(team), error = %e, "could not forget the team's record");
-    }
-}
-
-/// Whether the object still exists (same uid) with our finalizer, read live. The copy a pass
-/// runs on (the cache, or the supervisor's last copy once the cache dropped it) can outlive the
-/// object: a pass queued behind the one that deleted the team and released the finalizer would
-/// find the team gone (404), POST to look for it and so create a new one; were the operator
-/// killed before the DELETE right after, that team would be orphaned, with no CR left to
-/// delete it (found by `just chaos`).
-async fn still_ours(ctx: &Ctx, team: &TerdutTeam) -> Result<bool, ReconcileError> {
-    let key = ObjectKey::of(team);
-    let api: Api<TerdutTeam> = Api::namespaced(ctx.kube.clone(), &key.namespace);
-    match api.get_opt(&key.name).await {
-        Ok(live) => {
-            Ok(live.is_some_and(|l| l.uid() == team.uid() && finalizer::has(&l, FINALIZER)))
-        }
-        Err(e) => Err(ReconcileError::kube("get", format!("TerdutTeam {key}"), e)),
-    }
-}
-
-/// What [`ours`] found.
+/// What the lookup of the team by its identity found (`cleanup::ours`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Ours {
+pub enum Ours {
     /// The server confirms this id is the team's `external_id`.
     Id(Id),
     /// No team with this `external_id` exists (the POST met the name of another team).
@@ -405,38 +405,8 @@ enum Ours {
     NotLookedUp,
 }
 
-/// The id of our team on the server, if one exists (see the module doc for the POST). A known
-/// id (status or memory: hints a tenant can write) counts only once the server confirms it;
-/// the POST is made only for a namespace the server accepts.
-async fn ours(
-    client: &TerdutClient,
-    team: &TerdutTeam,
-    known: Option<Id>,
-    external_id: &str,
-    accepted: bool,
-) -> Result<Ours, ApiError> {
-    if let Some(id) = known {
-        match client.get_team(id).await {
-            Ok(t) if t.id == id && t.external_id == external_id => return Ok(Ours::Id(id)),
-            Ok(_) | Err(ApiError::NotFound) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    if !accepted {
-        return Ok(Ours::NotLookedUp);
-    }
-    match client
-        .create_team(&team.spec.display_name, external_id)
-        .await
-    {
-        Ok(c) => Ok(Ours::Id(c.team().id)),
-        Err(ApiError::TeamNameTaken) => Ok(Ours::NoneExists),
-        Err(e) => Err(e),
-    }
-}
-
 /// The Ready message an access refusal would have, for the Warning's note.
-fn why(outcome: &Outcome, team: &TerdutTeam, server: &ObjectKey) -> String {
+fn refusal(outcome: &Outcome, team: &TerdutTeam, server: &ObjectKey) -> String {
     let status = desired_status(
         outcome,
         &StatusInputs {
@@ -461,6 +431,218 @@ mod tests {
                      "deletionPolicy": policy},
         }))
         .unwrap()
+    }
+
+    use crate::api::{ClientConfig, OperatorKey};
+    use terdut_crds::v1alpha1::TerdutAlertSource;
+
+    fn team(policy: &str) -> TerdutTeam {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "terdut.ryuvia.com/v1alpha1", "kind": "TerdutTeam",
+            "metadata": {"name": "platform", "namespace": "ns", "uid": "u1",
+                         "finalizers": [super::super::FINALIZER]},
+            "spec": {"serverRef": {"name": "terdut", "namespace": "oncall"},
+                     "displayName": "Platform", "deletionPolicy": policy},
+            "status": {"teamID": 7},
+        }))
+        .unwrap()
+    }
+
+    fn client() -> Arc<TerdutClient> {
+        let config = ClientConfig::new("https://terdut.example", OperatorKey::from("k"));
+        Arc::new(TerdutClient::new(config).unwrap())
+    }
+
+    /// Answers `facts` until the plan stops asking; the questions, in order, and the end.
+    fn run(
+        team: &TerdutTeam,
+        memory: &TeamMemory,
+        mut answer: impl FnMut(&Question, &mut Facts),
+    ) -> (Vec<Question>, Step<Question, DesiredStatus>) {
+        let mut facts = Facts::default();
+        let mut asked = vec![];
+        loop {
+            let s = step(team, memory, &facts);
+            match &s.then {
+                Then::Ask(q) => {
+                    asked.push(q.clone());
+                    answer(q, &mut facts);
+                }
+                _ => return (asked, s),
+            }
+        }
+    }
+
+    /// The answers of a reachable server that accepts the team and its namespace.
+    fn reachable(q: &Question, f: &mut Facts, deleted: fn() -> Result<Removed, ApiError>) {
+        match q {
+            Question::Policy => f.policy = Some((DeletionPolicy::Delete, None)),
+            Question::Server => f.server = Some(None),
+            Question::Access => f.access = Some(Ok((client(), Consent::Allowed))),
+            Question::StillOurs => f.still_ours = Some(true),
+            Question::Admission => f.admission = Some(Admission::Admitted),
+            Question::Made => f.made = Some(true),
+            Question::Lookup { .. } => f.lookup = Some(Ok(Ours::Id(7))),
+            Question::Delete(_) => f.deleted = Some(deleted()),
+            Question::Sources => f.sources = Some(vec![]),
+        }
+    }
+
+    fn reasons(notes: &[Note]) -> Vec<&str> {
+        notes.iter().map(|n| n.reason).collect()
+    }
+
+    #[test]
+    fn a_team_of_ours_is_looked_up_by_its_known_id_then_deleted_then_released() {
+        let memory = TeamMemory::default();
+        let (asked, s) = run(&team("Delete"), &memory, |q, f| {
+            reachable(q, f, || Ok(Removed::Deleted))
+        });
+        assert_eq!(
+            asked,
+            [
+                Question::Policy,
+                Question::Server,
+                Question::Access,
+                Question::StillOurs,
+                Question::Admission,
+                Question::Made,
+                Question::Lookup {
+                    known: Some(7),
+                    accepted: true
+                },
+                Question::Delete(7),
+            ]
+        );
+        assert_eq!(reasons(&s.notes), ["TeamDeleted"]);
+        assert!(matches!(s.then, Then::Release { .. }));
+    }
+
+    #[test]
+    fn open_incidents_keep_the_finalizer_with_one_warning_per_streak() {
+        let (_, s) = run(&team("Delete"), &TeamMemory::default(), |q, f| {
+            reachable(q, f, || Err(ApiError::OpenIncidents))
+        });
+        assert_eq!(reasons(&s.notes), ["TeamDeleteRefused"]);
+        assert!(s.notes[0].once);
+        assert_eq!(s.then, Then::wait());
+    }
+
+    #[test]
+    fn an_orphaned_team_is_released_without_a_server_call_unless_sources_wait() {
+        let orphan = |sources: Vec<String>| {
+            move |q: &Question, f: &mut Facts| match q {
+                Question::Policy => f.policy = Some((DeletionPolicy::Orphan, None)),
+                Question::Sources => f.sources = Some(sources.clone()),
+                other => panic!("asked {other:?}"),
+            }
+        };
+        let (asked, s) = run(&team("Orphan"), &TeamMemory::default(), orphan(vec![]));
+        assert_eq!(asked, [Question::Policy, Question::Sources]);
+        let Then::Release { after, .. } = &s.then else {
+            panic!("{:?}", s.then)
+        };
+        assert_eq!(reasons(after), ["Orphaned"]);
+        let (_, s) = run(
+            &team("Orphan"),
+            &TeamMemory::default(),
+            orphan(vec!["a".into()]),
+        );
+        assert_eq!(reasons(&s.notes), ["DeletionBlocked"]);
+        assert!(matches!(
+            s.then,
+            Then::Wait {
+                desired: Some(_),
+                next: Next::Wait
+            }
+        ));
+    }
+
+    #[test]
+    fn an_orphan_the_server_policy_forbids_is_deleted_and_says_so_first() {
+        let (asked, s) = run(&team("Orphan"), &TeamMemory::default(), |q, f| match q {
+            Question::Policy => {
+                f.policy = Some((DeletionPolicy::Delete, Some("strict".into())));
+            }
+            q => reachable(q, f, || Ok(Removed::AlreadyGone)),
+        });
+        assert!(!asked.contains(&Question::Sources));
+        assert_eq!(reasons(&s.notes), ["OrphanNotAllowed"]);
+        assert!(matches!(s.then, Then::Release { .. }));
+    }
+
+    #[test]
+    fn a_gone_server_releases_with_a_warning_before_the_release() {
+        let (asked, s) = run(&team("Delete"), &TeamMemory::default(), |q, f| match q {
+            Question::Server => f.server = Some(Some(Uncached::Absent)),
+            q => reachable(q, f, || Ok(Removed::Deleted)),
+        });
+        assert_eq!(asked, [Question::Policy, Question::Server]);
+        assert_eq!(reasons(&s.notes), ["ServerGone"]);
+        assert_eq!(s.then, Then::release(vec![]));
+    }
+
+    #[test]
+    fn a_team_never_made_is_released_without_a_lookup_and_a_refused_one_says_what_may_be_left() {
+        let (asked, s) = run(&team("Delete"), &TeamMemory::default(), |q, f| match q {
+            Question::Made => f.made = Some(false),
+            q => reachable(q, f, || Ok(Removed::Deleted)),
+        });
+        assert!(!asked.iter().any(|q| matches!(q, Question::Lookup { .. })));
+        assert!(s.notes.is_empty());
+        assert!(matches!(s.then, Then::Release { log: Some(_), .. }));
+        // Refused consent: no admission asked, no lookup made, a TeamLeftOnServer Warning.
+        let (asked, s) = run(&team("Delete"), &TeamMemory::default(), |q, f| match q {
+            Question::Access => {
+                f.access = Some(Ok((client(), Consent::Refused("no".into()))));
+            }
+            Question::Made => f.made = Some(false),
+            q => reachable(q, f, || Ok(Removed::Deleted)),
+        });
+        assert!(!asked.contains(&Question::Admission));
+        assert_eq!(reasons(&s.notes), ["TeamLeftOnServer"]);
+        assert!(
+            s.notes[0]
+                .message
+                .contains("does not accept TerdutTeams from namespace ns")
+        );
+    }
+
+    #[test]
+    fn a_stale_copy_holds_nothing_and_an_unreachable_server_waits() {
+        let (_, s) = run(&team("Delete"), &TeamMemory::default(), |q, f| match q {
+            Question::StillOurs => f.still_ours = Some(false),
+            q => reachable(q, f, || Ok(Removed::Deleted)),
+        });
+        assert_eq!(s.then, Then::Gone);
+        let (_, s) = run(&team("Delete"), &TeamMemory::default(), |q, f| match q {
+            Question::Access => {
+                f.access = Some(Err(Outcome::WaitingForServer("no key yet".into())));
+            }
+            q => reachable(q, f, || Ok(Removed::Deleted)),
+        });
+        assert_eq!(reasons(&s.notes), ["TeamDeleteFailed"]);
+        assert!(
+            s.notes[0].message.contains("no key yet"),
+            "{}",
+            s.notes[0].message
+        );
+        assert_eq!(s.then, Then::wait());
+    }
+
+    #[test]
+    fn the_remembered_id_is_looked_up_when_the_status_has_none() {
+        let mut t = team("Delete");
+        t.status = None;
+        let memory = TeamMemory {
+            team_id: Some(9),
+            ..TeamMemory::default()
+        };
+        let (asked, _) = run(&t, &memory, |q, f| reachable(q, f, || Ok(Removed::Deleted)));
+        assert!(asked.contains(&Question::Lookup {
+            known: Some(9),
+            accepted: true
+        }));
     }
 
     #[test]

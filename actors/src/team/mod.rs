@@ -11,6 +11,7 @@
 //! - [`finalize`]: the team-cleanup finalizer: delete on the server, then release.
 
 pub mod apply;
+pub mod cleanup;
 pub mod finalize;
 pub mod guard;
 pub mod observe;
@@ -24,7 +25,7 @@ use terdut_crds::v1alpha1::{TerdutTeam, TerdutTeamStatus};
 use crate::api::Id;
 use crate::error::ReconcileError;
 use crate::kind::Kind;
-use crate::pipeline::{Finalized, Pass, Pipeline, Verdict};
+use crate::pipeline::{Pass, Pipeline, Verdict};
 use terdut_crds::v1alpha1::Management;
 
 /// The finalizer of every TerdutTeam the operator created a team for: added before the first
@@ -69,6 +70,7 @@ impl Pipeline for Team {
     type Plan = Vec<plan::Call>;
     type Applied = Applied;
     type Desired = status::DesiredStatus;
+    type Deletion = cleanup::TeamDeletion;
 
     const KIND: Kind = Kind::Team;
 
@@ -107,6 +109,11 @@ impl Pipeline for Team {
         // Only Kubernetes writes fail a team's pass (the finalizer); the server's answers are
         // outcomes. The status stays as it is and the pass is retried.
         None
+    }
+
+    /// A reachable server may get the create-or-find POST.
+    fn holds(observed: &observe::Observed) -> bool {
+        matches!(observed, observe::Observed::Reachable(_))
     }
 
     fn management(team: &TerdutTeam) -> Management {
@@ -162,14 +169,5 @@ impl Pipeline for Team {
         now: Time,
     ) -> Option<serde_json::Value> {
         status::status_patch(current, desired, now)
-    }
-
-    async fn finalize<'a>(
-        &'a self,
-        pass: Pass<'a>,
-        team: &'a TerdutTeam,
-        memory: &'a mut TeamMemory,
-    ) -> Result<Finalized<status::DesiredStatus>, ReconcileError> {
-        finalize::finalize(pass, team, memory).await
     }
 }

@@ -41,7 +41,7 @@ pub async fn warning<K: Resource<DynamicType = ()>>(
 }
 
 /// A Warning unless `warned` says this reason was published in the current streak already;
-/// the driver clears `warned` when a pass succeeds.
+/// `warned` is the kind's memory of it (a team's `TeamMemory::warned`), kept between passes.
 pub async fn warn_once<K: Resource<DynamicType = ()>>(
     ctx: &Ctx,
     object: &K,
