@@ -91,7 +91,11 @@ mod tests {
             .await
             .expect("the reconcile client's own timeout ended the call");
         let err = result.unwrap_err();
-        let reconcile = crate::error::ReconcileError::kube("get", "ConfigMap default/x", err);
+        let reconcile = crate::error::ReconcileError::kube(
+            crate::error::KubeCall::ReadServerObject,
+            "ConfigMap default/x",
+            err,
+        );
         assert!(reconcile.is_retryable(), "{reconcile}");
         server.abort();
     }

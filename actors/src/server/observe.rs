@@ -30,7 +30,7 @@ use super::plan::{Observed, Unlisted};
 use super::references::{Checked, Found, SecretVersion};
 use crate::consent::{Consent, decide};
 use crate::context::Ctx;
-use crate::error::ReconcileError;
+use crate::error::{KubeCall, ReconcileError};
 use crate::key::ObjectKey;
 
 /// Owned observations; [`Self::as_observed`] lends them to the pure planner.
@@ -207,7 +207,13 @@ where
         .get_metadata_opt(name)
         .await
         .map(|m| m.map(|m| m.metadata))
-        .map_err(|e| ReconcileError::kube("get", format!("{} {ns}/{name}", K::kind(&())), e))
+        .map_err(|e| {
+            ReconcileError::kube(
+                KubeCall::ReadServerObject,
+                format!("{} {ns}/{name}", K::kind(&())),
+                e,
+            )
+        })
 }
 
 async fn full<K>(ctx: &Ctx, ns: &str, name: &str) -> Result<Option<K>, ReconcileError>
@@ -220,7 +226,13 @@ where
     Api::<K>::namespaced(ctx.kube.clone(), ns)
         .get_opt(name)
         .await
-        .map_err(|e| ReconcileError::kube("get", format!("{} {ns}/{name}", K::kind(&())), e))
+        .map_err(|e| {
+            ReconcileError::kube(
+                KubeCall::ReadServerObject,
+                format!("{} {ns}/{name}", K::kind(&())),
+                e,
+            )
+        })
 }
 
 /// Whether the Secret `name` exists with `key`, and which version of it was read. Only the key
@@ -283,7 +295,11 @@ async fn served(ctx: &Ctx, group_version: &str, plural: &str) -> Result<bool, Re
     match ctx.kube.list_api_group_resources(group_version).await {
         Ok(list) => Ok(list.resources.iter().any(|r| r.name == plural)),
         Err(kube::Error::Api(e)) if e.code == 404 => Ok(false),
-        Err(e) => Err(ReconcileError::kube("discover", group_version, e)),
+        Err(e) => Err(ReconcileError::kube(
+            KubeCall::DiscoverGroup,
+            group_version,
+            e,
+        )),
     }
 }
 
@@ -302,7 +318,7 @@ async fn zalando(ctx: &Ctx, ns: &str, name: &str) -> Result<ClusterObservation, 
         }
         Ok(None) => Ok(ClusterObservation::Missing),
         Err(e) => Err(ReconcileError::kube(
-            "get",
+            KubeCall::ReadZalandoCluster,
             format!("postgresql {ns}/{name}"),
             e,
         )),
@@ -347,7 +363,7 @@ async fn cnpg(ctx: &Ctx, ns: &str, name: &str) -> Result<CnpgObservation, Reconc
         }
         Ok(None) => Ok(CnpgObservation::Missing),
         Err(e) => Err(ReconcileError::kube(
-            "get",
+            KubeCall::ReadCnpgCluster,
             format!("Cluster {ns}/{name} (postgresql.cnpg.io)"),
             e,
         )),

@@ -28,7 +28,7 @@ use super::secret::{controlled_by, refill, webhook_secret};
 use super::status::Outcome;
 use crate::api::{CreatedIntegration, Id, IntegrationCreate, NewIntegration, TerdutClient};
 use crate::context::Ctx;
-use crate::error::ReconcileError;
+use crate::error::{KubeCall, ReconcileError};
 use crate::key::ObjectKey;
 use crate::kind::{Kind, Written};
 use crate::pipeline::Pass;
@@ -358,18 +358,28 @@ async fn write_secret(
                 let live = api
                     .get_opt(&name)
                     .await
-                    .map_err(|e| ReconcileError::kube("get", what(), e))?;
+                    .map_err(|e| ReconcileError::kube(KubeCall::ReadWebhookSecret, what(), e))?;
                 match live {
                     Some(s) if controlled_by(&s, &uid) => current = Some(s),
                     // Someone else's: never overwritten. The conflict is retried, and the next
                     // pass reports WebhookSecretConflict before it would POST again.
                     Some(_) => {
-                        return Err(ReconcileError::kube("create", what(), kube::Error::Api(e)));
+                        return Err(ReconcileError::kube(
+                            KubeCall::WebhookSecretTaken,
+                            what(),
+                            kube::Error::Api(e),
+                        ));
                     }
                     None => current = None,
                 }
             }
-            Err(e) => return Err(ReconcileError::kube("write", what(), e)),
+            Err(e) => {
+                return Err(ReconcileError::kube(
+                    KubeCall::WriteWebhookSecret,
+                    what(),
+                    e,
+                ));
+            }
         }
     }
 }
@@ -396,7 +406,13 @@ async fn record_rotation(
         .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map(|_| ())
-        .map_err(|e| ReconcileError::kube("annotate", format!("TerdutAlertSource {key}"), e))
+        .map_err(|e| {
+            ReconcileError::kube(
+                KubeCall::AnnotateSource,
+                format!("TerdutAlertSource {key}"),
+                e,
+            )
+        })
 }
 
 /// Who set the rotate annotation: the field manager that owns it in `managedFields` (the

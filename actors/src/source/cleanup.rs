@@ -18,7 +18,7 @@ use super::plan::integration_kind;
 use super::status::DesiredStatus;
 use crate::api::{ApiError, Id, NewIntegration, TerdutClient};
 use crate::context::Ctx;
-use crate::error::ReconcileError;
+use crate::error::{KubeCall, ReconcileError};
 use crate::key::ObjectKey;
 use crate::pipeline::{Deletion, Note, Pass, Step};
 use crate::server::observe::team_server_key;
@@ -72,7 +72,7 @@ impl Deletion for SourceDeletion {
                     .await
                     .map_err(|e| {
                         ReconcileError::kube(
-                            "update",
+                            KubeCall::DetachWebhookSecret,
                             format!("Secret {}/{name}", key.namespace),
                             e,
                         )
@@ -223,5 +223,11 @@ where
     Api::<K>::namespaced(ctx.kube.clone(), namespace)
         .get_opt(name)
         .await
-        .map_err(|e| ReconcileError::kube("get", format!("{} {namespace}/{name}", K::kind(&())), e))
+        .map_err(|e| {
+            ReconcileError::kube(
+                KubeCall::ReadSourceParent,
+                format!("{} {namespace}/{name}", K::kind(&())),
+                e,
+            )
+        })
 }

@@ -32,7 +32,7 @@ use super::status::Outcome;
 use crate::api::{ApiError, Id, TerdutClient};
 use crate::consent::Consent;
 use crate::context::Ctx;
-use crate::error::ReconcileError;
+use crate::error::{KubeCall, ReconcileError};
 use crate::key::ObjectKey;
 use crate::pipeline::Pass;
 use crate::server::observe::team_server_key;
@@ -337,7 +337,13 @@ pub async fn secret(
     let object = api
         .get_opt(name)
         .await
-        .map_err(|e| ReconcileError::kube("get", format!("Secret {namespace}/{name}"), e))?
+        .map_err(|e| {
+            ReconcileError::kube(
+                KubeCall::ReadWebhookSecret,
+                format!("Secret {namespace}/{name}"),
+                e,
+            )
+        })?
         .map(Arc::new);
     let view = view(object.as_deref(), source_uid);
     let checked = match (&view, &object) {

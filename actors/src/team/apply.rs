@@ -20,7 +20,7 @@ use super::status::Outcome;
 use super::{ADOPT_ANNOTATION, Applied, FINALIZER, TeamMemory};
 use crate::api::{ApiError, Id, Team, TeamCreate, TerdutClient};
 use crate::context::Ctx;
-use crate::error::ReconcileError;
+use crate::error::{KubeCall, ReconcileError};
 use crate::key::ObjectKey;
 use crate::kind::Kind;
 use crate::pipeline::Pass;
@@ -311,10 +311,9 @@ async fn decline(
 async fn release_live(ctx: &Ctx, team: &TerdutTeam) -> Result<(), ReconcileError> {
     let key = ObjectKey::of(team);
     let api: kube::Api<TerdutTeam> = kube::Api::namespaced(ctx.kube.clone(), &key.namespace);
-    let live = api
-        .get_opt(&key.name)
-        .await
-        .map_err(|e| ReconcileError::kube("get", format!("TerdutTeam {key}"), e))?;
+    let live = api.get_opt(&key.name).await.map_err(|e| {
+        ReconcileError::kube(KubeCall::ReadTeamLive, format!("TerdutTeam {key}"), e)
+    })?;
     match live {
         Some(live) => finalizer::release(ctx, &live, FINALIZER).await,
         None => Ok(()),

@@ -15,7 +15,7 @@ use super::status::DesiredStatus;
 use super::{FINALIZER, TeamMemory};
 use crate::api::{ApiError, Deletion as Removed, Id, TerdutClient};
 use crate::context::Ctx;
-use crate::error::ReconcileError;
+use crate::error::{KubeCall, ReconcileError};
 use crate::key::ObjectKey;
 use crate::pipeline::{Deletion, Pass, Step};
 use crate::server::observe::team_server_key;
@@ -60,7 +60,7 @@ impl Deletion for TeamDeletion {
                     Api::namespaced(ctx.kube.clone(), &key.namespace);
                 let listed = sources.list(&Default::default()).await.map_err(|e| {
                     ReconcileError::kube(
-                        "list",
+                        KubeCall::ListTeamSources,
                         format!("TerdutAlertSources in {}", key.namespace),
                         e,
                     )
@@ -144,7 +144,11 @@ async fn still_ours(ctx: &Ctx, team: &TerdutTeam) -> Result<bool, ReconcileError
         Ok(live) => {
             Ok(live.is_some_and(|l| l.uid() == team.uid() && finalizer::has(&l, FINALIZER)))
         }
-        Err(e) => Err(ReconcileError::kube("get", format!("TerdutTeam {key}"), e)),
+        Err(e) => Err(ReconcileError::kube(
+            KubeCall::ReadTeamLive,
+            format!("TerdutTeam {key}"),
+            e,
+        )),
     }
 }
 

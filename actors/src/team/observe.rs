@@ -33,7 +33,7 @@ use super::{ADOPT_ANNOTATION, FINALIZER, TeamMemory};
 use crate::api::{ApiError, Id, Team, TerdutClient};
 use crate::consent::Consent;
 use crate::context::Ctx;
-use crate::error::ReconcileError;
+use crate::error::{KubeCall, ReconcileError};
 use crate::key::ObjectKey;
 use crate::pipeline::Pass;
 use crate::server::observe::team_server_key;
@@ -246,10 +246,13 @@ pub async fn uncached(ctx: &Ctx, server: &ObjectKey) -> Result<Uncached, Reconci
     }
     let api: kube::Api<terdut_crds::v1alpha1::TerdutServer> =
         kube::Api::namespaced(ctx.kube.clone(), &server.namespace);
-    let meta = api
-        .get_metadata_opt(&server.name)
-        .await
-        .map_err(|e| ReconcileError::kube("get", format!("TerdutServer {server}"), e))?;
+    let meta = api.get_metadata_opt(&server.name).await.map_err(|e| {
+        ReconcileError::kube(
+            KubeCall::ReadTeamServer,
+            format!("TerdutServer {server}"),
+            e,
+        )
+    })?;
     Ok(match meta {
         None => Uncached::Absent,
         Some(m) => {

@@ -38,7 +38,7 @@ use serde_json::json;
 use tokio::sync::{OnceCell, oneshot};
 
 use super::guard::Record;
-use crate::error::ReconcileError;
+use crate::error::{KubeCall, ReconcileError};
 use crate::key::ObjectKey;
 use crate::names::FIELD_MANAGER;
 
@@ -156,7 +156,7 @@ impl TeamRecords {
         let mut list = api
             .list(&lp)
             .await
-            .map_err(|e| ReconcileError::kube("list", self.what(), e))?;
+            .map_err(|e| ReconcileError::kube(KubeCall::ListRecords, self.what(), e))?;
         if list.items.is_empty() {
             // The first start with records: make every ConfigMap, so their creation says
             // from when on objects are recorded.
@@ -165,13 +165,19 @@ impl TeamRecords {
                 match api.create(&PostParams::default(), &empty(&name)).await {
                     Ok(_) => {}
                     Err(kube::Error::Api(e)) if e.code == 409 => {}
-                    Err(e) => return Err(ReconcileError::kube("create", self.what(), e)),
+                    Err(e) => {
+                        return Err(ReconcileError::kube(
+                            KubeCall::CreateRecords,
+                            self.what(),
+                            e,
+                        ));
+                    }
                 }
             }
             list = api
                 .list(&lp)
                 .await
-                .map_err(|e| ReconcileError::kube("list", self.what(), e))?;
+                .map_err(|e| ReconcileError::kube(KubeCall::ListRecords, self.what(), e))?;
         }
         let since = list
             .items
@@ -203,7 +209,7 @@ impl TeamRecords {
             .api()
             .get_opt(&shard_name(uid))
             .await
-            .map_err(|e| ReconcileError::kube("get", self.what(), e))?;
+            .map_err(|e| ReconcileError::kube(KubeCall::ReadRecord, self.what(), e))?;
         let record = cm
             .and_then(|c| c.data)
             .and_then(|d| d.get(uid).map(|v| parse(v)))
@@ -329,11 +335,15 @@ impl TeamRecords {
                         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
                         .await
                         .map(|_| ())
-                        .map_err(|e| ReconcileError::kube("patch", self.what(), e)),
-                    Err(e) => Err(ReconcileError::kube("create", self.what(), e)),
+                        .map_err(|e| ReconcileError::kube(KubeCall::WriteRecord, self.what(), e)),
+                    Err(e) => Err(ReconcileError::kube(
+                        KubeCall::CreateRecords,
+                        self.what(),
+                        e,
+                    )),
                 }
             }
-            Err(e) => Err(ReconcileError::kube("patch", self.what(), e)),
+            Err(e) => Err(ReconcileError::kube(KubeCall::WriteRecord, self.what(), e)),
         }
     }
 }

@@ -29,7 +29,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::context::Ctx;
-use crate::error::ReconcileError;
+use crate::error::{KubeCall, ReconcileError};
 use crate::kind::Kind;
 
 pub use crate::names::FIELD_MANAGER;
@@ -122,7 +122,7 @@ where
                 Err(kube::Error::Api(e)) if e.code == 409 => return Err(ApplyError::Precondition),
                 Err(e) => {
                     return Err(ApplyError::Failed(ReconcileError::kube(
-                        "create",
+                        KubeCall::CreateApplied,
                         what(),
                         e,
                     )));
@@ -140,7 +140,11 @@ where
     {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(e)) if is_precondition(&e) => Err(ApplyError::Precondition),
-        Err(e) => Err(ApplyError::Failed(ReconcileError::kube("apply", what(), e))),
+        Err(e) => Err(ApplyError::Failed(ReconcileError::kube(
+            KubeCall::Apply,
+            what(),
+            e,
+        ))),
     }
 }
 

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::Managed;
 use crate::context::Ctx;
-use crate::error::ReconcileError;
+use crate::error::{KubeCall, ReconcileError};
 use crate::key::ObjectKey;
 use crate::kind::Written as Recorded;
 
@@ -108,10 +108,12 @@ async fn edit<K: Managed>(
                             K::KIND.resource()
                         )));
                     }
-                    Err(e) => return Err(ReconcileError::kube("get", what(), e)),
+                    Err(e) => {
+                        return Err(ReconcileError::kube(KubeCall::ReadForFinalizer, what(), e));
+                    }
                 }
             }
-            Err(e) => return Err(ReconcileError::kube("patch", what(), e)),
+            Err(e) => return Err(ReconcileError::kube(KubeCall::PatchFinalizer, what(), e)),
         }
     }
     Err(ReconcileError::Conflict(what()))

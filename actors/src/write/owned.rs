@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 
 use super::apply::FIELD_MANAGER;
 use crate::context::Ctx;
-use crate::error::ReconcileError;
+use crate::error::{KubeCall, ReconcileError};
 use crate::kind::Kind;
 
 /// How a [`create_only`] ended, besides an error.
@@ -55,7 +55,7 @@ where
         Ok(_) => Ok(Created::Created),
         Err(kube::Error::Api(e)) if e.code == 409 => Ok(Created::Exists),
         Err(e) => Err(ReconcileError::kube(
-            "create",
+            KubeCall::CreateOwned,
             format!("{} {namespace}/{}", K::kind(&()), object.name_any()),
             e,
         )),
@@ -82,7 +82,7 @@ where
         Ok(_) => Ok(Deleted::Deleted),
         Err(kube::Error::Api(e)) if e.code == 404 => Ok(Deleted::Gone),
         Err(e) => Err(ReconcileError::kube(
-            "delete",
+            KubeCall::DeleteOwned,
             format!("{} {namespace}/{name}", K::kind(&())),
             e,
         )),

@@ -7,7 +7,7 @@ use kube::api::{Api, Patch, PatchParams};
 use super::shared::{Shared, diff, overlay};
 use super::{Conditioned, Managed};
 use crate::context::Ctx;
-use crate::error::ReconcileError;
+use crate::error::{KubeCall, ReconcileError};
 use crate::key::ObjectKey;
 use crate::kind::Written as Recorded;
 
@@ -62,7 +62,7 @@ pub async fn write<K: Managed, D>(
         }
         Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
         Err(e) => Err(ReconcileError::kube(
-            "patch status of",
+            KubeCall::WriteStatus,
             format!("{} {key}", K::KIND.resource()),
             e,
         )),
@@ -83,7 +83,9 @@ pub async fn merge<K: Conditioned>(
     api.patch_status(&key.name, &PatchParams::default(), &Patch::Merge(patch))
         .await
         .map(|_| ())
-        .map_err(|e| ReconcileError::kube("patch status of", format!("{} {key}", K::kind(&())), e))
+        .map_err(|e| {
+            ReconcileError::kube(KubeCall::WriteStatus, format!("{} {key}", K::kind(&())), e)
+        })
 }
 
 /// PURE: the merge patch that takes `current` to what the kind's `desired` and `shared` say;
