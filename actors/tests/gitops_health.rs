@@ -23,7 +23,9 @@ use terdut_actors::server::TEST_FAULT_ANNOTATION;
 use terdut_crds::v1alpha1::conditions::{READY, find};
 use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
 
-const WAIT: Duration = Duration::from_secs(60);
+// Patient: on a loaded 2-core CI machine a crash-loop of 5 restarts and a pass per object
+// take their time; only a failing run waits this long.
+const WAIT: Duration = Duration::from_secs(120);
 const PAUSE: &str = "terdut.ryuvia.com/paused";
 
 fn repo() -> PathBuf {
@@ -68,7 +70,7 @@ fn run_live(kubeconfig: &Path, checks: &[String]) {
         .arg(kubeconfig)
         .arg("--lua")
         .arg(customizations())
-        .args(["--timeout", "60s"]);
+        .args(["--timeout", "120s"]);
     cmd.args(checks);
     let out = cmd.output().expect("terdut-health live");
     let table = String::from_utf8_lossy(&out.stdout);
@@ -131,34 +133,57 @@ where
 }
 
 /// The kubelet's part for a cluster without one: marks the server's pods Running and Ready,
-/// so the ReplicaSet and Deployment controllers count them available.
+/// so the ReplicaSet and Deployment controllers count them available. A loop, as a kubelet is:
+/// on a loaded machine the operator may still roll the Deployment (a new ReplicaSet's pods)
+/// after a first look, so every pod not yet Ready is marked until the Deployment reports all
+/// of its replicas updated and available.
 async fn pods_turn_ready(client: &kube::Client, ns: &str, server: &str) {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
     let selector = format!("app.kubernetes.io/instance={server}");
-    let listed = eventually("the server's pods", WAIT, || async {
-        let l = pods
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .ok()?;
-        (l.items.len() == 2).then_some(l.items)
-    })
+    eventually(
+        &format!("{server}'s Deployment available"),
+        WAIT,
+        || async {
+            let listed = pods
+                .list(&ListParams::default().labels(&selector))
+                .await
+                .ok()?;
+            let now = k8s_openapi::jiff::Timestamp::now().to_string();
+            for pod in listed.items.iter().filter(|p| !pod_ready(p)) {
+                let status = json!({"status": {
+                    "phase": "Running",
+                    "conditions": [
+                        {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+                        {"type": "Initialized", "status": "True", "lastTransitionTime": now},
+                        {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
+                        {"type": "Ready", "status": "True", "lastTransitionTime": now},
+                    ],
+                }});
+                let name = pod.metadata.name.as_deref()?;
+                // A pod the ReplicaSet controller removed meanwhile: the next look settles it.
+                let _ = pods
+                    .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+                    .await;
+            }
+            let d = deployments.get(server).await.ok()?;
+            let want = d.spec.replicas.unwrap_or(1);
+            let st = d.status.as_ref()?;
+            let settled = st.observed_generation == d.metadata.generation
+                && st.updated_replicas.unwrap_or(0) == want
+                && st.available_replicas.unwrap_or(0) == want
+                && st.replicas.unwrap_or(0) == want;
+            settled.then_some(())
+        },
+    )
     .await;
-    let now = k8s_openapi::jiff::Timestamp::now().to_string();
-    for pod in listed {
-        let name = pod.metadata.name.unwrap();
-        let status = json!({"status": {
-            "phase": "Running",
-            "conditions": [
-                {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
-                {"type": "Initialized", "status": "True", "lastTransitionTime": now},
-                {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
-                {"type": "Ready", "status": "True", "lastTransitionTime": now},
-            ],
-        }});
-        pods.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
-            .await
-            .unwrap();
-    }
+}
+
+fn pod_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 #[tokio::test]
