@@ -47,8 +47,10 @@ use crate::run::{Mode, Run};
 struct Args {
     #[arg(value_enum)]
     mode: Mode,
-    /// Stop after the golden path and keep everything running until Ctrl-C.
-    #[arg(long, env = "KEEP")]
+    /// Stop after the golden path and keep everything running until Ctrl-C. `KEEP=1` as
+    /// `just kind-demo` and `just node-demo` set it (clap's plain bool takes only true/false).
+    #[arg(long, env = "KEEP", action = clap::ArgAction::SetTrue,
+          value_parser = clap::builder::BoolishValueParser::new())]
     keep: bool,
     /// node: the folder of image tars (e2e/images/build.sh prints it).
     #[arg(long, env = "IMAGES_DIR")]
