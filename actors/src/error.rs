@@ -57,9 +57,6 @@ pub enum KubeCall {
     /// (`write/apply.rs`).
     Apply,
     CreateApplied,
-    /// A call of a test.
-    #[cfg(test)]
-    Test,
 }
 
 impl KubeCall {
@@ -79,8 +76,6 @@ impl KubeCall {
             DeleteOwned => "delete",
             WriteStatus => "patch status of",
             Apply => "apply",
-            #[cfg(test)]
-            Test => "get",
         }
     }
 }
@@ -122,14 +117,6 @@ impl ReconcileError {
             call,
             what: what.into(),
             source,
-        }
-    }
-
-    /// The Kubernetes call site that failed, if this is a failed Kubernetes call.
-    pub fn call(&self) -> Option<KubeCall> {
-        match self {
-            Self::Kube { call, .. } => Some(*call),
-            _ => None,
         }
     }
 
@@ -186,7 +173,13 @@ mod tests {
     #[test]
     fn a_failed_call_names_its_site_and_its_message_starts_with_the_verb() {
         let e = ReconcileError::kube(KubeCall::WriteStatus, "TerdutTeam a/b", api_error(422));
-        assert_eq!(e.call(), Some(KubeCall::WriteStatus));
+        assert!(matches!(
+            e,
+            ReconcileError::Kube {
+                call: KubeCall::WriteStatus,
+                ..
+            }
+        ));
         assert!(
             e.to_string()
                 .starts_with("patch status of TerdutTeam a/b: "),
@@ -194,7 +187,6 @@ mod tests {
         );
         assert_eq!(e.category(), "kube_invalid");
         assert!(!e.is_retryable());
-        assert_eq!(ReconcileError::Invalid("x".into()).call(), None);
     }
 
     #[test]
@@ -208,7 +200,7 @@ mod tests {
             (404, false, "kube_not_found"),
             (422, false, "kube_invalid"),
         ] {
-            let e = ReconcileError::kube(KubeCall::Test, "x", api_error(code));
+            let e = ReconcileError::kube(KubeCall::ReadRecord, "x", api_error(code));
             assert_eq!(e.is_retryable(), retry, "{code}");
             assert_eq!(e.category(), category, "{code}");
         }
