@@ -51,6 +51,8 @@ async fn main() -> anyhow::Result<()> {
             server_url_template: args.server_url_template.clone(),
             cluster_domain: "cluster.local".into(),
             watch_namespaces: vec![args.watch_namespace.clone()],
+            // Team records live in the operator's own namespace: the watched one, as (a)'s.
+            operator_namespace: args.watch_namespace.clone(),
             ..OperatorConfig::default()
         },
         restart_policy: RestartPolicy::default(),

@@ -89,6 +89,9 @@ impl Launch {
                     format!("--http-addr=127.0.0.1:{port}"),
                     "--server-url-template=http://127.0.0.1:{port}".into(),
                     format!("--watch-namespaces={namespace}"),
+                    // Its team records and instance claim live in its own namespace (in a pod
+                    // POD_NAMESPACE): the watched one here, as in the in-process run.
+                    format!("--lease-namespace={namespace}"),
                     format!("--resync={resync}"),
                     format!("--max-concurrent-reconciles={n}"),
                 ];

@@ -387,11 +387,11 @@ pub async fn run_peer(
             .map(|(_, v)| v)
             .sum();
         windows.push(("steady", w0, SystemTime::now(), Some(elapsed)));
-        let (teams_left, sources_left) = ready.take_left();
+        let left = ready.take_left();
         out["steady"] = json!({
             "window_s": elapsed.as_secs_f64().round(), "resync_s": args.resync_secs,
             "window_start_after_all_ready_s": offset.as_secs_f64().round(),
-            "left_ready": {"teams": teams_left, "sources": sources_left},
+            "left_ready": left,
             "terdut_calls": terdut, "terdut_writes": terdut_writes, "terdut_calls_by_endpoint": c,
             "terdut_calls_per_object_hour": per_object_hour(terdut as f64, objects, elapsed),
             "cpu_secs": cpu,
@@ -482,7 +482,7 @@ pub async fn run_peer(
         let floor = floors.list_ms + 2.0 * latency;
         let until_quiet = ms(quiet_at.saturating_duration_since(t0));
         let alive = next.alive();
-        let (teams_left, sources_left) = ready.take_left();
+        let left = ready.take_left();
         // Its watches are logged when they end: read the window once it stopped.
         next.kill();
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -490,7 +490,7 @@ pub async fn run_peer(
         let above = |v: f64| v - idle_rss;
         out["restart"] = json!({
             "quiet": quiet, "alive": alive, "until_quiet_ms": until_quiet,
-            "left_ready": {"teams": teams_left, "sources": sources_left},
+            "left_ready": left,
             "floor_ms": floor, "floor_list_ms": floors.list_ms,
             "ratio_to_floor": (until_quiet / floor * 100.0).round() / 100.0,
             "cpu_secs": cpu, "terdut_calls": c.values().sum::<u64>(), "terdut_calls_by_endpoint": c,

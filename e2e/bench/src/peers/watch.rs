@@ -2,11 +2,12 @@
 //! for teams the generation their Ready condition speaks for (edit → Ready), and which objects
 //! left Ready after having been Ready (what a user sees flap, e.g. during a failover).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use terdut_crds::v1alpha1::conditions::{READY, find};
@@ -24,16 +25,42 @@ struct Seen {
     /// Whether each object is Ready now, per kind.
     teams_now: HashMap<String, bool>,
     sources_now: HashMap<String, bool>,
-    /// Objects that went from Ready to not Ready since the last [`ReadyWatch::take_left`].
-    teams_left: HashSet<String>,
-    sources_left: HashSet<String>,
+    /// Objects that went from Ready to not Ready since the last [`ReadyWatch::take_left`], with
+    /// the reason they left with (the first one).
+    teams_left: HashMap<String, String>,
+    sources_left: HashMap<String, String>,
+}
+
+/// What left Ready since the last [`ReadyWatch::take_left`]: counts, and the reasons of Ready
+/// they left with (kind/reason → objects), so a flap says why.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Left {
+    pub teams: usize,
+    pub sources: usize,
+    pub reasons: BTreeMap<String, usize>,
+    /// One message per kind/reason, as an example of what the user read.
+    pub examples: BTreeMap<String, String>,
 }
 
 /// Records `ready` as the state of `name`; a Ready → not Ready step puts it into `left`.
-fn track(now: &mut HashMap<String, bool>, left: &mut HashSet<String>, name: &str, ready: bool) {
+fn track(
+    now: &mut HashMap<String, bool>,
+    left: &mut HashMap<String, String>,
+    name: &str,
+    ready: bool,
+    reason: &str,
+) {
     if now.insert(name.to_owned(), ready) == Some(true) && !ready {
-        left.insert(name.to_owned());
+        left.entry(name.to_owned())
+            .or_insert_with(|| reason.to_owned());
     }
+}
+
+/// Ready's status, and its reason and message (tab-separated), as the watch reads them.
+fn ready_of(conditions: &[Condition]) -> (bool, String) {
+    find(conditions, READY).map_or((false, String::new()), |c| {
+        (c.status == "True", format!("{}\t{}", c.reason, c.message))
+    })
 }
 
 /// The watches; they stop when this is dropped.
@@ -66,13 +93,11 @@ impl ReadyWatch {
                 while let Some(ev) = s.next().await {
                     let Ok(t) = ev else { continue };
                     let st = t.status.as_ref();
-                    let ready = st
-                        .and_then(|s| find(&s.conditions, READY))
-                        .is_some_and(|c| c.status == "True");
+                    let (ready, reason) = ready_of(st.map_or(&[][..], |s| &s.conditions));
                     let name = t.metadata.name.clone().unwrap_or_default();
                     if let Ok(mut m) = seen.lock() {
                         let m = &mut *m;
-                        track(&mut m.teams_now, &mut m.teams_left, &name, ready);
+                        track(&mut m.teams_now, &mut m.teams_left, &name, ready, &reason);
                     }
                     if !ready {
                         changed.notify_waiters();
@@ -98,15 +123,18 @@ impl ReadyWatch {
                     .boxed();
                 while let Some(ev) = s.next().await {
                     let Ok(o) = ev else { continue };
-                    let ready = o
-                        .status
-                        .as_ref()
-                        .and_then(|s| find(&s.conditions, READY))
-                        .is_some_and(|c| c.status == "True");
+                    let (ready, reason) =
+                        ready_of(o.status.as_ref().map_or(&[][..], |s| &s.conditions));
                     let name = o.metadata.name.clone().unwrap_or_default();
                     if let Ok(mut m) = seen.lock() {
                         let m = &mut *m;
-                        track(&mut m.sources_now, &mut m.sources_left, &name, ready);
+                        track(
+                            &mut m.sources_now,
+                            &mut m.sources_left,
+                            &name,
+                            ready,
+                            &reason,
+                        );
                         if ready {
                             m.sources.entry(name).or_insert_with(Instant::now);
                         }
@@ -130,15 +158,29 @@ impl ReadyWatch {
             .unwrap_or_default()
     }
 
-    /// (teams, sources) that left Ready since the last call, and starts counting again.
-    pub fn take_left(&self) -> (usize, usize) {
+    /// What left Ready since the last call, and starts counting again.
+    pub fn take_left(&self) -> Left {
         self.seen
             .lock()
             .map(|mut m| {
-                let counts = (m.teams_left.len(), m.sources_left.len());
+                let (mut reasons, mut examples) = (BTreeMap::new(), BTreeMap::new());
+                for (kind, left) in [("team", &m.teams_left), ("source", &m.sources_left)] {
+                    for left_with in left.values() {
+                        let (reason, message) = left_with.split_once('\t').unwrap_or_default();
+                        let key = format!("{kind}/{reason}");
+                        *reasons.entry(key.clone()).or_default() += 1;
+                        examples.entry(key).or_insert_with(|| message.to_owned());
+                    }
+                }
+                let out = Left {
+                    teams: m.teams_left.len(),
+                    sources: m.sources_left.len(),
+                    reasons,
+                    examples,
+                };
                 m.teams_left.clear();
                 m.sources_left.clear();
-                counts
+                out
             })
             .unwrap_or_default()
     }
