@@ -82,7 +82,12 @@ impl Parent {
             credentials: Credentials::NotReady(why),
         };
         if matches!(self, Self::Holding) {
-            return from_caches(absent_or_refusing(ctx, server));
+            let consent = consent_from_caches(ctx, server, namespace);
+            let why = why_held(server, &consent);
+            return Access {
+                consent,
+                credentials: Credentials::NotReady(why),
+            };
         }
         let Some(actor) = self.actor(server) else {
             // No actor to ask: the same consent function over the caches it would answer with.
@@ -135,15 +140,15 @@ pub fn consent_from_caches(ctx: &Ctx, key: &ObjectKey, team_namespace: &str) -> 
     )
 }
 
-fn absent_or_refusing(ctx: &Ctx, server: &ObjectKey) -> String {
-    if ctx
-        .stores
-        .servers
-        .get(&ObjectRef::new(&server.name).within(&server.namespace))
-        .is_some()
-    {
-        format!("TerdutServer {server} does not accept this namespace")
-    } else {
-        format!("TerdutServer {server} does not exist")
+/// Why a child of the holding host has no server to use, from the same consent its answer
+/// carries: the server is missing or refuses the namespace (the refusal says which rule), or
+/// it accepts it and the writer is moving the object under the server's actor (a moment, not
+/// a refusal: saying "does not accept" there would be false).
+fn why_held(server: &ObjectKey, consent: &Consent) -> String {
+    match consent {
+        Consent::Refused(why) => why.clone(),
+        Consent::Allowed => format!(
+            "TerdutServer {server} accepts this namespace; the operator is moving this object under its actor"
+        ),
     }
 }

@@ -290,20 +290,7 @@ impl WriterPart {
                 }
             }
             WriterMsg::Adopt(host, actor) => {
-                let (teams, sources) = index.children_of(&host);
-                debug!(
-                    ?host,
-                    teams = teams.len(),
-                    sources = sources.len(),
-                    "adopting"
-                );
-                let at = tokio::time::Instant::now();
-                for key in teams {
-                    outlets.ensure_child(ChildKind::Team, key, &actor, at);
-                }
-                for key in sources {
-                    outlets.ensure_child(ChildKind::Source, key, &actor, at);
-                }
+                self.adopt(index, &host, &actor, tokio::time::Instant::now());
             }
             WriterMsg::Locate { kind, key, reply } => {
                 let host = index
@@ -322,6 +309,87 @@ impl WriterPart {
             WriterMsg::Ping(reply) => {
                 let _ = reply.send(());
             }
+        }
+    }
+
+    /// The first incarnation's backlog: the informers' first lists, which waited in the inbox
+    /// for the sync gate (`operator.rs`), in whatever order the informers delivered them. A
+    /// source listed before its team, or a team before its namespace's labels, would be placed
+    /// under the holding host for a moment, and its pass there would write a `Ready=False` that
+    /// the next message takes back: on every start of a leader, for objects that are fine
+    /// (docs/design.md §5, ADR 0018). So the whole backlog goes into the index first and only
+    /// the placement it settles on is delivered: every server actor ensured, and every running
+    /// host given the children the index places under it (a server actor adopts its own as it
+    /// starts). What arrives after the backlog is handled as it comes.
+    fn settle(&mut self, index: &mut Index) {
+        let mut rest = vec![];
+        let mut settled = 0usize;
+        while let Ok(msg) = self.rx.try_recv() {
+            match msg {
+                WriterMsg::Seen(Seen::Scope(change), _) => {
+                    for seen in self.scope.change(change, &self.outlets.stores) {
+                        drop(apply(index, seen));
+                    }
+                }
+                WriterMsg::Seen(seen, _) => {
+                    if let Some(seen) = self.scope.filter(seen) {
+                        drop(apply(index, seen));
+                    }
+                }
+                other => rest.push(other),
+            }
+            settled += 1;
+        }
+        let at = tokio::time::Instant::now();
+        let adopts_servers = rest.iter().any(|m| matches!(m, WriterMsg::AdoptServers));
+        if !adopts_servers {
+            let servers: Vec<ObjectKey> = index.servers().cloned().collect();
+            for key in servers {
+                self.outlets.deliver(Command::EnsureServer(key), at);
+            }
+        }
+        let adopted: BTreeSet<Host> = rest
+            .iter()
+            .filter_map(|m| match m {
+                WriterMsg::Adopt(host, _) => Some(host.clone()),
+                _ => None,
+            })
+            .collect();
+        for msg in rest {
+            self.handle(index, msg);
+        }
+        let mut hosts = vec![Host::Holding];
+        hosts.extend(
+            self.outlets
+                .registry
+                .iter()
+                .map(|r| Host::Server(r.key().clone())),
+        );
+        for host in hosts.into_iter().filter(|h| !adopted.contains(h)) {
+            if let Some(actor) = self.outlets.host(&host) {
+                self.adopt(index, &host, &actor, at);
+            }
+        }
+        debug!(
+            messages = settled,
+            "the informers' first lists settled in the index"
+        );
+    }
+
+    /// Ensures under `actor` every child the index places under `host`.
+    fn adopt(&self, index: &Index, host: &Host, actor: &HostRef, at: tokio::time::Instant) {
+        let (teams, sources) = index.children_of(host);
+        debug!(
+            ?host,
+            teams = teams.len(),
+            sources = sources.len(),
+            "adopting"
+        );
+        for key in teams {
+            self.outlets.ensure_child(ChildKind::Team, key, actor, at);
+        }
+        for key in sources {
+            self.outlets.ensure_child(ChildKind::Source, key, actor, at);
         }
     }
 
@@ -378,6 +446,8 @@ impl Part for WriterPart {
             let mut index = Index::default();
             if std::mem::replace(&mut self.restarted, true) {
                 self.rebuild(&mut index);
+            } else {
+                self.settle(&mut index);
             }
             while let Some(msg) = self.rx.recv().await {
                 self.handle(&mut index, msg);
@@ -638,3 +708,7 @@ impl Outlets {
 fn object_ref<K: kube::Resource<DynamicType = ()>>(key: &ObjectKey) -> ObjectRef<K> {
     ObjectRef::new(&key.name).within(&key.namespace)
 }
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;
