@@ -94,12 +94,17 @@ where
     task
 }
 
-/// Passes the operator has made (every kind, every outcome), from its metrics.
-fn passes(registry: &prometheus_client::registry::Registry) -> f64 {
+/// Passes the operator has made of objects of `kind` (`""`: every kind), every outcome,
+/// from its metrics.
+fn passes(registry: &prometheus_client::registry::Registry, kind: &str) -> f64 {
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+    let prefix = match kind {
+        "" => "reconciles_total{".to_owned(),
+        kind => format!(r#"reconciles_total{{kind="{kind}","#),
+    };
     text.lines()
-        .filter(|l| l.starts_with("reconciles_total{"))
+        .filter(|l| l.starts_with(&prefix))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
 }
@@ -185,7 +190,7 @@ async fn a_new_leader_writes_no_ready_false_and_nothing_to_the_server() {
     eventually(
         "the new leader through a pass of every object",
         WAIT,
-        || async { (passes(&registry) >= 5.0).then_some(()) },
+        || async { (passes(&registry, "") >= 5.0).then_some(()) },
     )
     .await;
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -193,6 +198,7 @@ async fn a_new_leader_writes_no_ready_false_and_nothing_to_the_server() {
         w.abort();
     }
     let calls = admin.calls().await.unwrap();
+    let (team_passes, source_passes) = (passes(&registry, "team"), passes(&registry, "source"));
     second.stop().await;
 
     let seen = seen.lock().unwrap().clone();
@@ -207,4 +213,12 @@ async fn a_new_leader_writes_no_ready_false_and_nothing_to_the_server() {
         "the new leader wrote to the server: {calls:?}"
     );
     assert!(calls.total() > 0, "the new leader never asked the server");
+    // One pass each: the server actor's first pass answers the questions it held, and
+    // nudges nobody for credentials its children already heard (a second pass of every
+    // child, and its server calls, on every handover).
+    assert_eq!(
+        (team_passes, source_passes),
+        (2.0, 2.0),
+        "passes of the two teams and the two sources; calls {calls:?}"
+    );
 }

@@ -113,6 +113,11 @@ pub struct ServerState {
     /// What the children get when they ask, and its fingerprint.
     credentials: Credentials,
     published: Option<String>,
+    /// A child was answered since `published` last changed: it holds what it was told, and
+    /// a change must nudge it. A new incarnation's first pass nudges nobody when every
+    /// question was held for it (the children heard its answer, docs/design.md §5), which on
+    /// a restart or handover was a second pass, and its server calls, for every child.
+    answered: bool,
     /// Children's questions held until this incarnation's first pass is done, at most
     /// [`HOLD_LIMIT`] (`None` after): answered before it, they would hear "no operator key
     /// yet" and write Ready=False for a server that is fine, on every leader handover and
@@ -187,6 +192,7 @@ impl Actor for ServerActor {
                 "TerdutServer {key} has no operator key yet"
             )),
             published: None,
+            answered: false,
             held: Some(vec![]),
             children,
             data_lost_at: None,
@@ -324,7 +330,8 @@ impl ServerActor {
         }
     }
 
-    fn answer(&self, state: &ServerState, namespace: String, reply: RpcReplyPort<Access>) {
+    fn answer(&self, state: &mut ServerState, namespace: String, reply: RpcReplyPort<Access>) {
+        state.answered = true;
         let consent = consent_from_caches(&self.driver.ctx, state.child.key(), &namespace);
         let _ = reply.send(Access {
             consent,
@@ -332,8 +339,8 @@ impl ServerActor {
         });
     }
 
-    /// Takes what the pass published for the children; when it changed, they are nudged
-    /// (they would otherwise wait for their backoff to see it).
+    /// Takes what the pass published for the children; when it changed, the children told
+    /// something else are nudged (they would otherwise wait for their backoff to see it).
     fn publish(&self, state: &mut ServerState, memory: &Memory<Server>) {
         let Some(published) = &memory.kind.published else {
             return;
@@ -342,7 +349,9 @@ impl ServerActor {
         if state.published.as_ref() != Some(&published.fingerprint) {
             debug!(server = %state.child.key(), "published new credentials");
             state.published = Some(published.fingerprint.clone());
-            state.children.handle(ChildrenMsg::NudgeAll);
+            if std::mem::take(&mut state.answered) {
+                state.children.handle(ChildrenMsg::NudgeAll);
+            }
         }
     }
 }
