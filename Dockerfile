@@ -34,9 +34,15 @@ RUN command -v make >/dev/null \
 WORKDIR /src
 COPY . .
 # rust-toolchain.toml says "stable" with components; the builder's toolchain is the pinned one.
+# Cargo judges the workspace's own crates fresh by file times, and COPY keeps the context's: a
+# tree edited before another tree's build wrote the shared target cache would look older than
+# that build's artifacts and ship them (an image of other sources, seen 2026-12-05). This step
+# runs only when the sources changed (else its layer is cached), so every source is touched to
+# now first and the workspace's crates are compiled from these sources; dependencies stay cached.
 RUN --mount=type=cache,id=terdut-cargo-registry,target=/usr/local/cargo/registry \
     --mount=type=cache,id=terdut-target,target=/src/target \
-    rm -f rust-toolchain.toml \
+    find . -path ./target -prune -o -type f -exec touch {} + \
+ && rm -f rust-toolchain.toml \
  && cargo build --release --locked -p terdut-operator -p terdut-standin -p kubectl-terdut \
  && install -D -m 0755 target/release/terdut-operator /out/terdut-operator \
  && install -D -m 0755 target/release/terdut-standin /out/terdut-standin \
