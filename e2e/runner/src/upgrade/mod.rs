@@ -93,10 +93,13 @@ pub async fn main(
             objects,
             false,
             || {
-                // docs/upgrade.md: the CRDs first (Helm never upgrades a chart's crds/).
+                // docs/upgrade.md: the CRDs first (Helm never upgrades a chart's crds/). Helm
+                // installed them as the manager "helm", so a changed field conflicts without
+                // --force-conflicts, exactly as it would for a user.
                 run.kubectl.run(&[
                     "apply",
                     "--server-side",
+                    "--force-conflicts",
                     "-f",
                     &format!("{this_chart}/crds/"),
                 ])?;
