@@ -11,6 +11,9 @@
 # the commit's). So the commit builds in a target cache of its own (cache id
 # terdut-target-previous), with every file touched first: each build there recompiles the
 # workspace's crates and reuses only the dependencies, whatever was built there before.
+# An empty one is first seeded with a copy of this tree's release build (the cache
+# terdut-target, mounted read-only): the dependencies both lock files share are not compiled
+# again, which on a fresh machine is most of the build (docs/upgrade.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COMMIT=$(git rev-parse --verify --quiet "${1:?usage: upgrade-previous.sh <commit>}^{commit}") || {
@@ -48,7 +51,14 @@ grep -q 'id=terdut-target,' "$CONTEXT/Dockerfile" || {
   log "$SHORT's Dockerfile has no target cache mount named terdut-target; see this script"
   exit 1
 }
-sed -i 's/id=terdut-target,/id=terdut-target-previous,/' "$CONTEXT/Dockerfile"
+sed -i \
+  -e 's|--mount=type=cache,id=terdut-target,target=/src/target|--mount=type=cache,id=terdut-target-previous,target=/src/target --mount=type=cache,id=terdut-target,target=/seed,readonly|' \
+  -e 's|rm -f rust-toolchain.toml|{ [ -d target/release ] \|\| [ ! -d /seed/release ] \|\| cp -a /seed/release target/; } \&\& rm -f rust-toolchain.toml|' \
+  "$CONTEXT/Dockerfile"
+grep -q 'cp -a /seed/release' "$CONTEXT/Dockerfile" || {
+  log "$SHORT's Dockerfile does not build as this script expects (no seeded target); see this script"
+  exit 1
+}
 t0=$SECONDS
 buildlog="$OUT/build.log"
 (cd "$CONTEXT" && "$DOCKER" build --progress=plain "${args[@]}" -t "$REF" . > "$buildlog" 2>&1) || {
