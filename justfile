@@ -81,8 +81,9 @@ sbom:
     python3 e2e/sbom.py
 
 # Every test, against a real kube-apiserver and the stand-in server, then the e2e scenario
-# (operator as a process, then in pods: docs/node.md) and the bounded chaos run
-# (docs/reliability.md).
+# (operator as a process, then in pods: docs/node.md), the faults a node has, bounded, and
+# `helm upgrade`/`rollback` from the previous version (docs/reliability.md, docs/upgrade.md),
+# and the bounded chaos run (docs/reliability.md).
 # Property tests run with a pinned seed so a verdict can be reproduced; `just fuzz` explores
 # with random seeds (docs/adr/0006-property-test-seeds.md).
 test: tools lint audit sbom
@@ -91,6 +92,8 @@ test: tools lint audit sbom
     TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/e2e-local.sh
     just release {{version}}
     RELEASE_DIR=target/dist/{{version}} TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/e2e-node.sh
+    bash e2e/node-chaos.sh
+    bash e2e/upgrade-check.sh
     TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/chaos.sh
     just rbac-audit
 
