@@ -16,7 +16,10 @@
 # again, which on a fresh machine is most of the build (docs/upgrade.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-COMMIT=$(git rev-parse --verify --quiet "${1:?usage: upgrade-previous.sh <commit>}^{commit}") || {
+# A shallow clone lacks the commit: ask its origin for it once.
+git rev-parse --verify --quiet "${1:?usage: upgrade-previous.sh <commit>}^{commit}" >/dev/null ||
+  git fetch --quiet origin "$1" 2>/dev/null || true
+COMMIT=$(git rev-parse --verify --quiet "$1^{commit}") || {
   echo "[previous] commit $1 is not in this clone (a shallow clone? fetch its history)" >&2
   exit 1
 }
