@@ -27,13 +27,18 @@ if [ "${BASES:-local}" = local ]; then
   args=(--build-arg "BUILDER=$BUILDER" --build-arg "RUNTIME=$RUNTIME")
 fi
 
-# The last commit as a folder (a plain folder context: BuildKit keys COPY by content, so the
-# two builds share their build stage as they do from the working tree).
+# The last commit as a folder (a plain folder context: BuildKit keys COPY by content and file
+# mode, so the two builds share their build stage as they do from the working tree). `git
+# archive` writes modes with its own umask (0002: 664 and 775) where a checkout has 644 and
+# 755; with that, a clean tree's build (`just e2e-node` after `just release`) missed the cache
+# and compiled the operator again (170 s of a cold `.ci/run`). Archived with this shell's umask,
+# a clean checkout and its HEAD are the same context.
 CONTEXT=$PWD
 if [ "${SOURCE:-tree}" = HEAD ]; then
   CONTEXT=$(mktemp -d)
   trap 'rm -rf "$CONTEXT"' EXIT
-  git archive --format=tar HEAD | tar -x -C "$CONTEXT"
+  chmod 755 "$CONTEXT"  # mktemp's 700; a checkout's folder is 755
+  git -c tar.umask="$(umask)" archive --format=tar HEAD | tar -x -C "$CONTEXT"
 fi
 
 # The build stage is shared (see Dockerfile): the second build reuses the first's.
