@@ -29,10 +29,9 @@ fi
 
 # The last commit as a folder (a plain folder context: BuildKit keys COPY by content and file
 # mode). `git archive` writes modes with its own umask (0002: 664 and 775) where a checkout has
-# 644 and 755, so it archives with this shell's umask, into a 755 folder. In this working tree
-# that made `just e2e-node`'s build after `just release` reuse the release's build stage (1 s);
-# in a clean clone's cold `.ci/run` of 2026-12-05 it still compiled again (171 s), for a reason
-# not found yet (docs/node.md "Measured here").
+# 644 and 755; archived with this shell's umask into a 755 folder, HEAD of a clean checkout is
+# the same context as its tree, so `just e2e-node` can reuse `just release`'s build stage. A
+# clean clone still compiles twice (docs/node.md "Measured here").
 CONTEXT=$PWD
 if [ "${SOURCE:-tree}" = HEAD ]; then
   CONTEXT=$(mktemp -d)
