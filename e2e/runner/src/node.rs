@@ -87,6 +87,7 @@ pub async fn main(images_dir: &Path, release: Option<&Path>, keep: bool) -> anyh
     let result = cluster::scenario(&run, &helm, &images, keep).await;
     if result.is_err() || run.checks.failed() > 0 {
         operator_logs(&kubectl);
+        node_diagnostics(&kubectl, &cluster);
     }
     // Debugging a failure: E2E_HOLD=1 keeps the cluster up until Ctrl-C.
     let hold =
@@ -123,6 +124,69 @@ pub fn operator_logs(kubectl: &Kubectl) {
         text
     };
     println!("--- operator pods' logs (tail)\n{text}");
+}
+
+/// What a failed run needs to be read after its node is gone (CI keeps only this output):
+/// the pods and the recent Events of every namespace, the TerdutServers' conditions, and the
+/// last lines of containerd's and the kubelet's logs with whether each still runs (a container
+/// runtime that died shows as pods that never start and logs the kubelet cannot fetch).
+fn node_diagnostics(kubectl: &Kubectl, cluster: &NodeCluster) {
+    let show = |title: &str, args: &[&str]| {
+        let out = kubectl.run(args).unwrap_or_else(|e| format!("{e:#}"));
+        println!("--- {title}\n{}", out.trim_end());
+    };
+    show("pods", &["get", "pods", "-A", "-o", "wide"]);
+    show(
+        "TerdutServers' conditions",
+        &[
+            "get",
+            "terdutservers",
+            "-A",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}: {range .status.conditions[*]}{.type}={.status} {.reason}: {.message}; {end}{\"\\n\"}{end}",
+        ],
+    );
+    let events = kubectl
+        .run(&["get", "events", "-A", "--sort-by=.lastTimestamp"])
+        .unwrap_or_else(|e| format!("{e:#}"));
+    let lines: Vec<&str> = events.lines().collect();
+    println!(
+        "--- Events (last 40)\n{}",
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    );
+    for component in ["containerd", "kubelet"] {
+        let alive = runs_in(component, cluster.dir());
+        let log = cluster.dir().join(format!("logs/{component}.log"));
+        let text = std::fs::read_to_string(&log).unwrap_or_else(|e| format!("{e}"));
+        let lines: Vec<&str> = text.lines().collect();
+        println!(
+            "--- {component} ({}), last 25 lines of {}\n{}",
+            if alive { "running" } else { "NOT running" },
+            log.display(),
+            lines[lines.len().saturating_sub(25)..].join("\n")
+        );
+    }
+}
+
+/// Whether a process named `component` whose command line mentions `dir` is alive (the
+/// machine's own containerd, Docker's, does not count).
+fn runs_in(component: &str, dir: &Path) -> bool {
+    let dir = dir.display().to_string();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    procs.flatten().any(|p| {
+        let Ok(cmdline) = std::fs::read(p.path().join("cmdline")) else {
+            return false;
+        };
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        args.first()
+            .is_some_and(|a0| Path::new(a0).file_name().is_some_and(|n| n == component))
+            && args.iter().any(|a| a.contains(&dir))
+    })
 }
 
 fn look_around(cluster: &NodeCluster, kubeconfig: &Path) {
