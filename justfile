@@ -88,7 +88,7 @@ sbom:
 # with random seeds (docs/adr/0006-property-test-seeds.md).
 test: tools lint audit sbom
     rm -rf {{audit_dir}} && mkdir -p {{audit_dir}}
-    TERDUT_AUDIT_DIR={{audit_dir}} PROPTEST_RNG_SEED=20261129 cargo test --workspace --no-fail-fast
+    TERDUT_AUDIT_DIR={{audit_dir}} PROPTEST_RNG_SEED=20261129 python3 e2e/test-lanes.py
     TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/e2e-local.sh
     just release {{version}}
     RELEASE_DIR=target/dist/{{version}} TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/e2e-node.sh
