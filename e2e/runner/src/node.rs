@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use anyhow::Context as _;
-use terdut_testenv::{NodeCluster, tool};
+use terdut_testenv::{NodeCluster, NodeComponent, tool};
 
 use crate::checks::log;
 use crate::cluster::helm::{ChartSource, NAMESPACE};
@@ -149,44 +149,28 @@ fn node_diagnostics(kubectl: &Kubectl, cluster: &NodeCluster) {
     let events = kubectl
         .run(&["get", "events", "-A", "--sort-by=.lastTimestamp"])
         .unwrap_or_else(|e| format!("{e:#}"));
-    let lines: Vec<&str> = events.lines().collect();
-    println!(
-        "--- Events (last 40)\n{}",
-        lines[lines.len().saturating_sub(40)..].join("\n")
-    );
-    for component in ["containerd", "kubelet"] {
-        let alive = runs_in(component, cluster.dir());
-        let log = cluster.dir().join(format!("logs/{component}.log"));
+    println!("--- Events (last 40)\n{}", last_lines(&events, 40));
+    for component in [NodeComponent::Containerd, NodeComponent::Kubelet] {
+        let running = match cluster.pid_of(component) {
+            Ok(Some(_)) => "running".to_owned(),
+            Ok(None) => "NOT running".to_owned(),
+            Err(e) => format!("unknown: {e:#}"),
+        };
+        let name = component.name();
+        let log = cluster.dir().join(format!("logs/{name}.log"));
         let text = std::fs::read_to_string(&log).unwrap_or_else(|e| format!("{e}"));
-        let lines: Vec<&str> = text.lines().collect();
         println!(
-            "--- {component} ({}), last 25 lines of {}\n{}",
-            if alive { "running" } else { "NOT running" },
+            "--- {name} ({running}), last 25 lines of {}\n{}",
             log.display(),
-            lines[lines.len().saturating_sub(25)..].join("\n")
+            last_lines(&text, 25)
         );
     }
 }
 
-/// Whether a process named `component` whose command line mentions `dir` is alive (the
-/// machine's own containerd, Docker's, does not count).
-fn runs_in(component: &str, dir: &Path) -> bool {
-    let dir = dir.display().to_string();
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    procs.flatten().any(|p| {
-        let Ok(cmdline) = std::fs::read(p.path().join("cmdline")) else {
-            return false;
-        };
-        let args: Vec<String> = cmdline
-            .split(|b| *b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        args.first()
-            .is_some_and(|a0| Path::new(a0).file_name().is_some_and(|n| n == component))
-            && args.iter().any(|a| a.contains(&dir))
-    })
+/// The last `n` lines of `text`.
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 fn look_around(cluster: &NodeCluster, kubeconfig: &Path) {
