@@ -11,7 +11,7 @@ use tracing::{debug, info, warn};
 use terdut_crds::v1alpha1::Management;
 
 use super::deletion::{ACTION, Deletion, Note, Then};
-use super::{Next, Pass, Pipeline, Streak, Verdict, paused_by_annotation};
+use super::{Next, Observation, Pass, Pipeline, Streak, Verdict, paused_by_annotation};
 use crate::context::Ctx;
 use crate::crash_loop::Conditioned;
 use crate::error::ReconcileError;
@@ -265,14 +265,18 @@ impl<P: Pipeline> Driver<P> {
         object: &P::Object,
         memory: &mut Memory<P>,
     ) -> Result<Next, ReconcileError> {
-        let observed = self
+        let observed = match self
             .pipeline
             .observe(pass, object, &mut memory.kind)
-            .await?;
+            .await?
+        {
+            Observation::Go(observed) => observed,
+            Observation::End(outcome) => return self.ended(pass, object, memory, outcome).await,
+        };
         let plan = P::plan(object, &observed);
         debug!(kind = P::KIND.label(), object = %ObjectKey::of(object), ?plan, "planned");
         let changes = P::changes(object, &observed, &plan);
-        if P::management(object) == Management::ObserveOnly {
+        if object.management() == Management::ObserveOnly {
             // docs/design.md §5 "Management": the plan, in status; nothing else is written.
             self.pipeline
                 .read_only(pass, object, Some(&observed), &mut memory.kind)
@@ -309,6 +313,40 @@ impl<P: Pipeline> Driver<P> {
         let shared = Shared {
             plan: Some(vec![]),
             applied: changes.filter(|_| P::completed(&applied)),
+            ..Shared::default()
+        };
+        write::status::write(
+            &self.ctx,
+            object,
+            Some(&verdict.desired),
+            P::patch,
+            &mut memory.written,
+            &shared,
+        )
+        .await?;
+        Ok(verdict.next)
+    }
+
+    /// A pass that observing ended with `outcome`: its status, and no plan (`ObserveOnly`
+    /// leaves the status's plan as it is, as when nothing could be planned; `Full` clears it,
+    /// as after an apply).
+    async fn ended(
+        &self,
+        pass: Pass<'_>,
+        object: &P::Object,
+        memory: &mut Memory<P>,
+        outcome: P::Applied,
+    ) -> Result<Next, ReconcileError> {
+        let observe_only = object.management() == Management::ObserveOnly;
+        if observe_only {
+            self.pipeline
+                .read_only(pass, object, None, &mut memory.kind)
+                .await;
+        }
+        let verdict = P::status(object, &outcome);
+        self.announce(object, &verdict).await;
+        let shared = Shared {
+            plan: (!observe_only).then(Vec::new),
             ..Shared::default()
         };
         write::status::write(

@@ -24,8 +24,6 @@ pub use deletion::{Deletion, Note, Step, Then};
 pub use driver::{Driver, Keepsake, Memory};
 pub use next::{Next, Streak};
 
-use terdut_crds::v1alpha1::Management;
-
 use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::kind::Kind;
@@ -92,6 +90,16 @@ pub struct Announce {
     pub on_message: bool,
 }
 
+/// What observing found: go on to plan and apply it, or end the pass here with its outcome
+/// (nothing may or can be done on the server: an invalid spec, a server that refuses the
+/// namespace or cannot be reached). An ended pass plans nothing, holds no finalizer and
+/// applies nothing; its status comes from the outcome as an applied one's does.
+#[derive(Debug)]
+pub enum Observation<O, A> {
+    Go(O),
+    End(A),
+}
+
 /// One kind's steps. The driver calls them in order; `observe` and `apply` do IO, `plan` and
 /// `status` are pure and unit-tested on their own.
 pub trait Pipeline: Send + Sync + 'static {
@@ -99,26 +107,30 @@ pub trait Pipeline: Send + Sync + 'static {
     type Object: Managed + Send + Sync + 'static;
     /// What the kind keeps between passes of one object (beyond the driver's streaks).
     type Memory: Default + Clone + Send + Sync + 'static;
-    /// What observing found (IO done).
+    /// What observing found when the pass goes on (IO done).
     type Observed: Send;
     /// What to do, decided without IO.
     type Plan: std::fmt::Debug + Send;
-    /// What applying did.
+    /// What applying did, or the outcome of a pass that observing ended.
     type Applied: Send;
     /// The status the object should have, without timestamps.
     type Desired: Send + Sync;
     /// How an object of the kind is deleted (`deletion.rs`); the driver runs it.
     type Deletion: Deletion<Object = Self::Object, Memory = Self::Memory, Desired = Self::Desired>;
 
-    const KIND: Kind;
+    const KIND: Kind = <Self::Object as Managed>::KIND;
 
-    /// Reads what the plan decides from: caches, the server, the parent's answers.
+    /// Reads what the plan decides from: caches, the server, the parent's answers; or ends
+    /// the pass with its outcome.
+    #[allow(clippy::type_complexity)]
     fn observe<'a>(
         &'a self,
         pass: Pass<'a>,
         object: &'a Self::Object,
         memory: &'a mut Self::Memory,
-    ) -> impl Future<Output = Result<Self::Observed, ReconcileError>> + Send + 'a;
+    ) -> impl Future<Output = Result<Observation<Self::Observed, Self::Applied>, ReconcileError>>
+    + Send
+    + 'a;
 
     /// PURE: what to change, given what was observed.
     fn plan(object: &Self::Object, observed: &Self::Observed) -> Self::Plan;
@@ -136,9 +148,11 @@ pub trait Pipeline: Send + Sync + 'static {
     /// PURE: the status after `applied`, and when to look again.
     fn status(object: &Self::Object, applied: &Self::Applied) -> Verdict<Self::Desired>;
 
-    /// PURE: the status after a pass that failed with `error`; `None` leaves the status as it
-    /// is (the error is in the logs, metrics and retry).
-    fn failed(object: &Self::Object, error: &ReconcileError) -> Option<Self::Desired>;
+    /// PURE: the status after a pass that failed with `error`; `None` (the default) leaves
+    /// the status as it is (the error is in the logs, metrics and retry).
+    fn failed(_object: &Self::Object, _error: &ReconcileError) -> Option<Self::Desired> {
+        None
+    }
 
     /// What pauses the object besides its own annotation (an alert source: its team's).
     fn paused_by(_ctx: &Ctx, _object: &Self::Object) -> Option<PausedBy> {
@@ -160,16 +174,14 @@ pub trait Pipeline: Send + Sync + 'static {
     /// PURE: whether applying what was observed may create something on the server: the
     /// driver then adds the kind's finalizer ([`Deletion::FINALIZER`]) first, so that nothing
     /// exists there that deleting the object would not remove (docs/design.md §5
-    /// "Finalizers").
+    /// "Finalizers"). A pass that observing let go on may, unless the kind says otherwise
+    /// (a team the adoption guard declined); a kind without a finalizer holds nothing anyway.
     fn holds(_observed: &Self::Observed) -> bool {
-        false
+        true
     }
 
-    /// `spec.management`.
-    fn management(object: &Self::Object) -> Management;
-
     /// PURE: the changes `plan` would make, one short line each, never a secret; `None` when
-    /// the observation ended the pass before anything could be planned.
+    /// nothing could be planned (a server's spec that cannot be planned).
     fn changes(
         object: &Self::Object,
         observed: &Self::Observed,

@@ -41,9 +41,7 @@ use kube::ResourceExt;
 use terdut_crds::v1alpha1::{TerdutServer, TerdutServerStatus};
 
 use crate::error::ReconcileError;
-use crate::kind::Kind;
-use crate::pipeline::{Pass, Pipeline, Verdict};
-use terdut_crds::v1alpha1::Management;
+use crate::pipeline::{Observation, Pass, Pipeline, Verdict};
 
 /// Annotation that makes the server's actor panic when the operator runs with test hooks on;
 /// how tests prove per-object isolation. Ignored otherwise.
@@ -73,7 +71,9 @@ pub struct ServerMemory {
     pub warned_generation: Option<i64>,
 }
 
-/// The TerdutServer pipeline.
+/// The TerdutServer pipeline. A failed pass leaves the status as it is (`Pipeline::failed`):
+/// a pass fails before its status is known only when observing failed (a live read); a
+/// failed write is in the status (ApplyFailed) through `verdict`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Server;
 
@@ -86,15 +86,14 @@ impl Pipeline for Server {
     type Desired = status::DesiredStatus;
     type Deletion = finalize::ServerDeletion;
 
-    const KIND: Kind = Kind::Server;
-
     async fn observe<'a>(
         &'a self,
         pass: Pass<'a>,
         server: &'a TerdutServer,
         _memory: &'a mut ServerMemory,
-    ) -> Result<observe::Observation, ReconcileError> {
-        observe::observe(pass.ctx, server).await
+    ) -> Result<Observation<observe::Observation, Applied>, ReconcileError> {
+        // A server's pass always goes on: what it cannot do is in its plan and its status.
+        observe::observe(pass.ctx, server).await.map(Observation::Go)
     }
 
     fn plan(server: &TerdutServer, observed: &observe::Observation) -> Result<plan::Plan, String> {
@@ -124,12 +123,6 @@ impl Pipeline for Server {
         status::verdict(server, applied)
     }
 
-    fn failed(_server: &TerdutServer, _error: &ReconcileError) -> Option<status::DesiredStatus> {
-        // A pass fails before its status is known only when observing failed (a live read);
-        // a failed write is in the status (ApplyFailed) through `verdict`.
-        None
-    }
-
     async fn read_only<'a>(
         &'a self,
         pass: Pass<'a>,
@@ -151,10 +144,6 @@ impl Pipeline for Server {
             },
         };
         memory.published = Some(memory.client.refresh(pass.ctx, server, observation).await);
-    }
-
-    fn management(server: &TerdutServer) -> Management {
-        server.spec.management
     }
 
     fn changes(

@@ -20,7 +20,7 @@ use tracing::{debug, info};
 use super::SourceMemory;
 use super::hooks;
 use super::names::{ANNOTATION_ROTATE, ANNOTATION_ROTATED_FOR, external_id, secret_name};
-use super::observe::{Observed, Reachable, SecretObservation, desired};
+use super::observe::{Reachable, SecretObservation, desired};
 use super::plan::{
     Blocker, Decision, Desired, Inputs, RecreateReason, SecretView, ServerView, plan,
 };
@@ -42,22 +42,18 @@ const KIND: &str = Kind::Source.label();
 pub async fn apply(
     pass: Pass<'_>,
     source: &TerdutAlertSource,
-    observed: Observed,
-    decision: Option<Decision>,
+    observed: Reachable,
+    decision: Decision,
     memory: &mut SourceMemory,
 ) -> Result<Outcome, ReconcileError> {
     let ctx = pass.ctx;
-    let r = match observed {
-        Observed::Stopped(outcome) => return Ok(outcome),
-        Observed::Reachable(r) => r,
-    };
     let Reachable {
         granted,
         status_id,
         secret,
         server,
-    } = *r;
-    // The driver added the finalizer before any POST (`Source::holds`).
+    } = observed;
+    // The driver added the finalizer before any POST (`Pipeline::holds`).
     let team_name = source.spec.team_ref.name.clone();
     let target = Target {
         client: &granted.client,
@@ -66,7 +62,14 @@ pub async fn apply(
     };
     let desired = desired(source);
     let executed = converge(
-        ctx, source, &target, desired, status_id, &secret, server, decision,
+        ctx,
+        source,
+        &target,
+        desired,
+        status_id,
+        &secret,
+        server,
+        Some(decision),
     )
     .await?;
     let outcome = match executed {

@@ -23,13 +23,12 @@ pub mod status;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
-use terdut_crds::v1alpha1::{Management, TerdutAlertSource, TerdutAlertSourceStatus};
+use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutAlertSourceStatus};
 
 use crate::api::Id;
 use crate::context::Ctx;
 use crate::error::ReconcileError;
-use crate::kind::Kind;
-use crate::pipeline::{Pass, Pipeline, Verdict, paused_by_annotation};
+use crate::pipeline::{Observation, Pass, Pipeline, Verdict, paused_by_annotation};
 use crate::write::shared::PausedBy;
 
 /// What the pipeline keeps for one TerdutAlertSource between passes.
@@ -51,41 +50,36 @@ pub struct Source;
 impl Pipeline for Source {
     type Object = TerdutAlertSource;
     type Memory = SourceMemory;
-    type Observed = observe::Observed;
-    type Plan = Option<plan::Decision>;
+    type Observed = observe::Reachable;
+    type Plan = plan::Decision;
     type Applied = status::Outcome;
     type Desired = status::DesiredStatus;
     type Deletion = cleanup::SourceDeletion;
-
-    const KIND: Kind = Kind::Source;
 
     async fn observe<'a>(
         &'a self,
         pass: Pass<'a>,
         source: &'a TerdutAlertSource,
         memory: &'a mut SourceMemory,
-    ) -> Result<observe::Observed, ReconcileError> {
+    ) -> Result<Observation<observe::Reachable, status::Outcome>, ReconcileError> {
         observe::observe(pass, source, memory).await
     }
 
-    fn plan(source: &TerdutAlertSource, observed: &observe::Observed) -> Option<plan::Decision> {
-        match observed {
-            observe::Observed::Stopped(_) => None,
-            observe::Observed::Reachable(r) => Some(plan::plan(&plan::Inputs {
-                desired: observe::desired(source),
-                status_id: r.status_id,
-                secret: &r.secret.view,
-                server: &r.server,
-            })),
-        }
+    fn plan(source: &TerdutAlertSource, r: &observe::Reachable) -> plan::Decision {
+        plan::plan(&plan::Inputs {
+            desired: observe::desired(source),
+            status_id: r.status_id,
+            secret: &r.secret.view,
+            server: &r.server,
+        })
     }
 
     async fn apply<'a>(
         &'a self,
         pass: Pass<'a>,
         source: &'a TerdutAlertSource,
-        observed: observe::Observed,
-        decision: Option<plan::Decision>,
+        observed: observe::Reachable,
+        decision: plan::Decision,
         memory: &'a mut SourceMemory,
     ) -> Result<status::Outcome, ReconcileError> {
         apply::apply(pass, source, observed, decision, memory).await
@@ -112,42 +106,29 @@ impl Pipeline for Source {
             .map(|_| PausedBy::Team(team.clone()))
     }
 
-    /// A reachable team may get an integration POST.
-    fn holds(observed: &observe::Observed) -> bool {
-        matches!(observed, observe::Observed::Reachable(_))
-    }
-
-    fn management(source: &TerdutAlertSource) -> Management {
-        source.spec.management
-    }
-
     fn changes(
         source: &TerdutAlertSource,
-        observed: &observe::Observed,
-        decision: &Option<plan::Decision>,
+        _observed: &observe::Reachable,
+        decision: &plan::Decision,
     ) -> Option<Vec<String>> {
-        match (observed, decision) {
-            (observe::Observed::Reachable(_), Some(d)) => plan::describe(source, d),
-            _ => None,
-        }
+        plan::describe(source, decision)
     }
 
     fn planned(
         source: &TerdutAlertSource,
-        observed: &observe::Observed,
-        decision: &Option<plan::Decision>,
+        _observed: &observe::Reachable,
+        decision: &plan::Decision,
         changes: Option<&[String]>,
         _memory: &Self::Memory,
     ) -> Verdict<status::DesiredStatus> {
-        let outcome = match (observed, decision) {
-            (observe::Observed::Stopped(outcome), _) => outcome.clone(),
-            (_, Some(plan::Decision::Blocked(plan::Blocker::WebhookSecretLost { id }))) => {
+        let outcome = match decision {
+            plan::Decision::Blocked(plan::Blocker::WebhookSecretLost { id }) => {
                 status::Outcome::SecretLost { id: *id }
             }
-            (_, Some(plan::Decision::Blocked(plan::Blocker::SecretConflict))) => {
+            plan::Decision::Blocked(plan::Blocker::SecretConflict) => {
                 status::Outcome::SecretConflict
             }
-            (_, Some(plan::Decision::Noop { id })) => status::Outcome::Ready {
+            plan::Decision::Noop { id } => status::Outcome::Ready {
                 id: *id,
                 kind: observe::desired(source).kind,
                 team: source.spec.team_ref.name.clone(),

@@ -34,19 +34,11 @@ use crate::consent::Consent;
 use crate::context::Ctx;
 use crate::error::{KubeCall, ReconcileError};
 use crate::key::ObjectKey;
-use crate::pipeline::Pass;
+use crate::pipeline::{Observation, Pass};
 use crate::server::observe::team_server_key;
 use crate::team::plan::external_id as team_external_id;
 use crate::tree::Credentials;
 use crate::write::events;
-
-/// What observing found.
-#[derive(Debug)]
-pub enum Observed {
-    /// The pass ends here with this outcome.
-    Stopped(Outcome),
-    Reachable(Box<Reachable>),
-}
 
 /// A source whose team and server are proven, with its Secret and integration as found.
 #[derive(Debug)]
@@ -62,15 +54,15 @@ pub async fn observe(
     pass: Pass<'_>,
     source: &TerdutAlertSource,
     memory: &mut SourceMemory,
-) -> Result<Observed, ReconcileError> {
+) -> Result<Observation<Reachable, Outcome>, ReconcileError> {
     let ctx = pass.ctx;
     let key = ObjectKey::of(source);
     if let Err(m) = validate_source_name(&key.name) {
-        return Ok(Observed::Stopped(Outcome::InvalidSpec(m)));
+        return Ok(Observation::End(Outcome::InvalidSpec(m)));
     }
     let granted = match access(pass, source).await? {
         Access::Granted(g) => g,
-        Access::Denied(outcome) => return Ok(Observed::Stopped(outcome)),
+        Access::Denied(outcome) => return Ok(Observation::End(outcome)),
     };
     let status_id = source.status.as_ref().and_then(|s| s.integration_id);
     let uid = source.uid().unwrap_or_default();
@@ -115,12 +107,12 @@ pub async fn observe(
         .await?;
     }
     memory.secret_checked = secret.checked;
-    Ok(Observed::Reachable(Box::new(Reachable {
+    Ok(Observation::Go(Reachable {
         granted,
         status_id,
         secret,
         server,
-    })))
+    }))
 }
 
 /// What the spec and the annotations of `source` ask for.

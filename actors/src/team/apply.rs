@@ -37,7 +37,6 @@ pub async fn apply(
 ) -> Result<Applied, ReconcileError> {
     let ctx = pass.ctx;
     let r = match observed {
-        Observed::Stopped { outcome, team_id } => return Ok(Applied { outcome, team_id }),
         Observed::Declined(d) => {
             return decline(ctx, team, &d.server, &d.team, d.keep, false, memory).await;
         }

@@ -24,9 +24,7 @@ use terdut_crds::v1alpha1::{TerdutTeam, TerdutTeamStatus};
 
 use crate::api::Id;
 use crate::error::ReconcileError;
-use crate::kind::Kind;
-use crate::pipeline::{Pass, Pipeline, Verdict};
-use terdut_crds::v1alpha1::Management;
+use crate::pipeline::{Observation, Pass, Pipeline, Verdict};
 
 /// The finalizer of every TerdutTeam the operator created a team for: added before the first
 /// call that can create it, released once it is deleted there (or provably cannot exist).
@@ -59,7 +57,9 @@ pub struct TeamMemory {
     pub declined: Option<Id>,
 }
 
-/// The TerdutTeam pipeline.
+/// The TerdutTeam pipeline. A failed pass leaves the status as it is (`Pipeline::failed`):
+/// only Kubernetes writes fail a team's pass (the finalizer, the records); the server's
+/// answers are outcomes. The pass is retried.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Team;
 
@@ -72,20 +72,18 @@ impl Pipeline for Team {
     type Desired = status::DesiredStatus;
     type Deletion = cleanup::TeamDeletion;
 
-    const KIND: Kind = Kind::Team;
-
     async fn observe<'a>(
         &'a self,
         pass: Pass<'a>,
         team: &'a TerdutTeam,
         memory: &'a mut TeamMemory,
-    ) -> Result<observe::Observed, ReconcileError> {
+    ) -> Result<Observation<observe::Observed, Applied>, ReconcileError> {
         observe::observe(pass, team, memory).await
     }
 
     fn plan(_team: &TerdutTeam, observed: &observe::Observed) -> Vec<plan::Call> {
         match observed {
-            observe::Observed::Stopped { .. } | observe::Observed::Declined(_) => vec![],
+            observe::Observed::Declined(_) => vec![],
             observe::Observed::Reachable(r) => plan::plan(&r.desired, r.known.as_ref()),
         }
     }
@@ -105,19 +103,9 @@ impl Pipeline for Team {
         status::verdict(team, applied)
     }
 
-    fn failed(_team: &TerdutTeam, _error: &ReconcileError) -> Option<status::DesiredStatus> {
-        // Only Kubernetes writes fail a team's pass (the finalizer); the server's answers are
-        // outcomes. The status stays as it is and the pass is retried.
-        None
-    }
-
-    /// A reachable server may get the create-or-find POST.
+    /// A reachable server may get the create-or-find POST; a declined team none.
     fn holds(observed: &observe::Observed) -> bool {
         matches!(observed, observe::Observed::Reachable(_))
-    }
-
-    fn management(team: &TerdutTeam) -> Management {
-        team.spec.management
     }
 
     fn changes(
@@ -126,7 +114,7 @@ impl Pipeline for Team {
         calls: &Vec<plan::Call>,
     ) -> Option<Vec<String>> {
         match observed {
-            observe::Observed::Stopped { .. } | observe::Observed::Declined(_) => None,
+            observe::Observed::Declined(_) => None,
             observe::Observed::Reachable(r) => Some(plan::describe_all(calls, r.known.is_none())),
         }
     }
@@ -139,10 +127,6 @@ impl Pipeline for Team {
         _memory: &Self::Memory,
     ) -> Verdict<status::DesiredStatus> {
         let applied = match observed {
-            observe::Observed::Stopped { outcome, team_id } => Applied {
-                outcome: outcome.clone(),
-                team_id: *team_id,
-            },
             observe::Observed::Declined(d) => Applied {
                 outcome: status::Outcome::Adopted { team_id: d.team.id },
                 team_id: None,

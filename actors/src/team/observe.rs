@@ -29,13 +29,13 @@ use kube::ResourceExt;
 use super::guard::{self, Evidence, Judgement, Legacy, Reached, Record};
 use super::plan::{Desired, Observed as ServerState, desired};
 use super::status::{Outcome, converged};
-use super::{ADOPT_ANNOTATION, FINALIZER, TeamMemory};
+use super::{ADOPT_ANNOTATION, Applied, FINALIZER, TeamMemory};
 use crate::api::{ApiError, Id, Team, TerdutClient};
 use crate::consent::Consent;
 use crate::context::Ctx;
 use crate::error::{KubeCall, ReconcileError};
 use crate::key::ObjectKey;
-use crate::pipeline::Pass;
+use crate::pipeline::{Observation, Pass};
 use crate::server::observe::team_server_key;
 use crate::tenancy::{self, decide::Admission};
 use crate::tree::Credentials;
@@ -44,11 +44,6 @@ use crate::write::finalizer;
 /// What observing found.
 #[derive(Debug)]
 pub enum Observed {
-    /// The pass ends here: no call to the server was possible or allowed.
-    Stopped {
-        outcome: Outcome,
-        team_id: Option<Id>,
-    },
     /// The server may be called.
     Reachable(Box<Reachable>),
     /// A known id names a team of this object's `external_id` that the guard says this object
@@ -92,12 +87,13 @@ pub async fn observe(
     pass: Pass<'_>,
     team: &TerdutTeam,
     memory: &TeamMemory,
-) -> Result<Observed, ReconcileError> {
+) -> Result<Observation<Observed, Applied>, ReconcileError> {
     let key = ObjectKey::of(team);
     let server = team_server_key(team);
     let status = team.status.as_ref();
     let team_id = status.and_then(|s| s.team_id).or(memory.team_id);
-    let stopped = |outcome| Ok(Observed::Stopped { outcome, team_id });
+    // No call to the server was possible or allowed: the pass ends here.
+    let stopped = |outcome| Ok(Observation::End(Applied { outcome, team_id }));
 
     let desired = match desired(&key, &team.spec) {
         Ok(d) => d,
@@ -158,15 +154,15 @@ pub async fn observe(
             Judgement::Ours => record_it = e.legacy.is_some(),
             Judgement::Adopt => adopt = true,
             Judgement::Decline => {
-                return Ok(Observed::Declined(Box::new(Declined {
+                return Ok(Observation::Go(Observed::Declined(Box::new(Declined {
                     server,
                     team: state.team.clone(),
                     keep: guard::kept_after_decline(record, e.legacy.is_some()),
-                })));
+                }))));
             }
         }
     }
-    Ok(Observed::Reachable(Box::new(Reachable {
+    Ok(Observation::Go(Observed::Reachable(Box::new(Reachable {
         client,
         server,
         desired,
@@ -176,7 +172,7 @@ pub async fn observe(
         had_finalizer,
         adopt,
         record: record_it,
-    })))
+    }))))
 }
 
 /// What the guard reads about `team` for the team `id` it reached: the operator's `record` of

@@ -84,6 +84,8 @@ pub trait Managed:
 
     fn status(&self) -> Option<&Self::Status>;
     fn into_status(self) -> Option<Self::Status>;
+    /// `spec.management` (docs/design.md §5 "Management").
+    fn management(&self) -> terdut_crds::v1alpha1::Management;
 }
 
 mod impls {
@@ -109,6 +111,9 @@ mod impls {
                     let mut status = self.status;
                     crate::cached::bound_status(&mut status);
                     status
+                }
+                fn management(&self) -> terdut_crds::v1alpha1::Management {
+                    self.spec.management
                 }
             }
         };
