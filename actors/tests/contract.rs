@@ -14,9 +14,9 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 use support::{Target, unique};
 use terdut_actors::api::{
-    ApiError, ApiMetrics, Deletion, Endpoint, IntegrationCreate, IntegrationKind, Ladder, Level,
-    NewIntegration, OidcGroups, OperatorKey, SwitchSpec, Target as LadderTarget, Team,
-    TransientCause,
+    ApiError, ApiMetrics, Deletion, Endpoint, IntegrationCreate, IntegrationKind, IntegrationPatch,
+    Ladder, Level, NewIntegration, OidcGroups, OperatorKey, SwitchSpec, Target as LadderTarget,
+    Team, TransientCause,
 };
 use terdut_standin::FaultRule;
 
@@ -27,6 +27,11 @@ async fn fresh_team(t: &Target) -> Team {
         .await
         .expect("create team")
         .into_team()
+}
+
+/// The PATCH body that renames an integration to `name`.
+fn patch(name: &str) -> IntegrationPatch {
+    IntegrationPatch { name: name.into() }
 }
 
 async fn cleanup(t: &Target, team: &Team) {
@@ -110,7 +115,7 @@ async fn a_wrong_or_missing_key_is_unauthorized_on_every_api_call() {
                 .await
                 .err(),
             client.get_integration(1, 2).await.err(),
-            client.rename_integration(1, 2, "x").await.err(),
+            client.rename_integration(1, 2, &patch("x")).await.err(),
             client.delete_integration(1, 2).await.err(),
         ];
         for (i, e) in errors.into_iter().enumerate() {
@@ -486,7 +491,7 @@ async fn integration_url_and_key_are_shown_once() {
     );
     let renamed = t
         .client
-        .rename_integration(team.id, integration.id, "renamed")
+        .rename_integration(team.id, integration.id, &patch("renamed"))
         .await
         .expect("rename");
     assert_eq!(renamed.name, "renamed");
@@ -530,7 +535,7 @@ async fn integration_url_and_key_are_shown_once() {
     );
     assert_eq!(
         t.client
-            .rename_integration(team.id, integration.id, "x")
+            .rename_integration(team.id, integration.id, &patch("x"))
             .await,
         Err(ApiError::NotFound)
     );
@@ -826,7 +831,7 @@ async fn client_and_standin_count_calls_under_the_same_route_templates() {
         .expect("integration");
     let iid = created.integration().id;
     let _ = client.get_integration(id, iid).await;
-    let _ = client.rename_integration(id, iid, "g2").await;
+    let _ = client.rename_integration(id, iid, &patch("g2")).await;
     let _ = client.delete_integration(id, iid).await;
     let _ = client.delete_team(id).await;
 

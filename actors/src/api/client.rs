@@ -19,8 +19,8 @@ use super::error::{ApiError, TransientCause};
 use super::metrics::ApiMetrics;
 use super::secret::OperatorKey;
 use super::wire::{
-    CreatedIntegration, Deletion, Id, Integration, IntegrationCreate, Ladder, NameBody,
-    NewIntegration, NewTeam, OidcGroups, Switch, SwitchSpec, Team, TeamCreate, WhoAmI,
+    CreatedIntegration, Deletion, Id, Integration, IntegrationCreate, IntegrationPatch, Ladder,
+    NameBody, NewIntegration, NewTeam, OidcGroups, Switch, SwitchSpec, Team, TeamCreate, WhoAmI,
 };
 
 /// Installs ring as the process-wide rustls crypto provider, once. reqwest is built with
@@ -403,15 +403,12 @@ impl TerdutClient {
         &self,
         team: Id,
         integration: Id,
-        name: &str,
+        patch: &IntegrationPatch,
     ) -> Result<Integration, ApiError> {
-        let body = NameBody {
-            name: name.to_owned(),
-        };
         self.call(
             Endpoint::RenameIntegration,
             &[team, integration],
-            Some(json_body(&body)?),
+            Some(json_body(patch)?),
             expect_json(&[200]),
         )
         .await

@@ -27,6 +27,7 @@ pub use error::{ApiError, TransientCause};
 pub use metrics::ApiMetrics;
 pub use secret::{IntegrationKey, OperatorKey, SecretString, WebhookUrl};
 pub use wire::{
-    CreatedIntegration, Deletion, Id, Integration, IntegrationCreate, IntegrationKind, Ladder,
-    Level, NewIntegration, OidcGroups, Switch, SwitchSpec, Target, Team, TeamCreate, WhoAmI,
+    CreatedIntegration, Deletion, Id, Integration, IntegrationCreate, IntegrationKind,
+    IntegrationPatch, Ladder, Level, NewIntegration, OidcGroups, Switch, SwitchSpec, Target, Team,
+    TeamCreate, WhoAmI,
 };

@@ -42,9 +42,16 @@ pub struct NewTeam {
     pub external_id: String,
 }
 
-/// Body of `PUT /api/v1/teams/{id}/name` and `PATCH .../integrations/{iid}`.
+/// Body of `PUT /api/v1/teams/{id}/name`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NameBody {
+    pub name: String,
+}
+
+/// Body of `PATCH /api/v1/teams/{id}/integrations/{iid}`: the fields a PATCH changes in place
+/// (the key is unchanged), built from the spec by `source::plan::Desired::patch`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IntegrationPatch {
     pub name: String,
 }
 

@@ -93,7 +93,9 @@ impl Pipeline for Server {
         _memory: &'a mut ServerMemory,
     ) -> Result<Observation<observe::Observation, Applied>, ReconcileError> {
         // A server's pass always goes on: what it cannot do is in its plan and its status.
-        observe::observe(pass.ctx, server).await.map(Observation::Go)
+        observe::observe(pass.ctx, server)
+            .await
+            .map(Observation::Go)
     }
 
     fn plan(server: &TerdutServer, observed: &observe::Observation) -> Result<plan::Plan, String> {

@@ -20,13 +20,13 @@ use tracing::{debug, info};
 use super::SourceMemory;
 use super::hooks;
 use super::names::{ANNOTATION_ROTATE, ANNOTATION_ROTATED_FOR, external_id, secret_name};
-use super::observe::{Reachable, SecretObservation, desired};
+use super::observe::{Reachable, SecretObservation};
 use super::plan::{
-    Blocker, Decision, Desired, Inputs, RecreateReason, SecretView, ServerView, plan,
+    Blocker, Decision, Desired, Inputs, RecreateReason, SecretView, ServerView, desired, plan,
 };
 use super::secret::{controlled_by, refill, webhook_secret};
 use super::status::Outcome;
-use crate::api::{CreatedIntegration, Id, IntegrationCreate, NewIntegration, TerdutClient};
+use crate::api::{CreatedIntegration, Id, IntegrationCreate, TerdutClient};
 use crate::context::Ctx;
 use crate::error::{KubeCall, ReconcileError};
 use crate::key::ObjectKey;
@@ -145,7 +145,7 @@ async fn converge(
             Decision::Rename { id, from } => {
                 target
                     .client
-                    .rename_integration(target.team_id, *id, desired.name)
+                    .rename_integration(target.team_id, *id, &desired.patch())
                     .await?;
                 info!(source = %key, integration = id, "renamed integration");
                 let note = format!(
@@ -179,11 +179,7 @@ async fn converge(
                 announce_recreate(ctx, source, &key, reason, old, &secret_name).await;
             }
         }
-        let new = NewIntegration {
-            kind: desired.kind,
-            name: desired.name.to_owned(),
-            external_id: external_id(&key.namespace, &key.name),
-        };
+        let new = desired.new_integration(external_id(&key.namespace, &key.name));
         match target
             .client
             .create_integration(target.team_id, &new)

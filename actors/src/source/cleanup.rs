@@ -14,9 +14,9 @@ use super::SourceMemory;
 use super::finalize::{self, Facts, Question, detached};
 use super::names::{FINALIZER, external_id, secret_name};
 use super::observe::{self, Read, verify_team};
-use super::plan::integration_kind;
+use super::plan::desired;
 use super::status::DesiredStatus;
-use crate::api::{ApiError, Id, NewIntegration, TerdutClient};
+use crate::api::{ApiError, Id, TerdutClient};
 use crate::context::Ctx;
 use crate::error::{KubeCall, ReconcileError};
 use crate::key::ObjectKey;
@@ -195,11 +195,7 @@ async fn by_external_id(
     if !live.is_some_and(|l| l.uid() == source.uid() && finalizer::has(&l, FINALIZER)) {
         return Ok(None);
     }
-    let new = NewIntegration {
-        kind: integration_kind(source.spec.kind),
-        name: source.spec.name.clone(),
-        external_id: external_id(&key.namespace, &key.name),
-    };
+    let new = desired(source).new_integration(external_id(&key.namespace, &key.name));
     Ok(Some(
         client
             .create_integration(team_id, &new)

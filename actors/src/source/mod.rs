@@ -67,7 +67,7 @@ impl Pipeline for Source {
 
     fn plan(source: &TerdutAlertSource, r: &observe::Reachable) -> plan::Decision {
         plan::plan(&plan::Inputs {
-            desired: observe::desired(source),
+            desired: plan::desired(source),
             status_id: r.status_id,
             secret: &r.secret.view,
             server: &r.server,
@@ -130,7 +130,7 @@ impl Pipeline for Source {
             }
             plan::Decision::Noop { id } => status::Outcome::Ready {
                 id: *id,
-                kind: observe::desired(source).kind,
+                kind: plan::desired(source).kind,
                 team: source.spec.team_ref.name.clone(),
             },
             _ => status::Outcome::ObserveOnly {

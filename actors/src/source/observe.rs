@@ -22,11 +22,8 @@ use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutTeam};
 use tracing::warn;
 
 use super::SourceMemory;
-use super::names::{
-    ANNOTATION_INTEGRATION_ID, ANNOTATION_ROTATE, ANNOTATION_ROTATED_FOR, external_id, secret_name,
-    validate_source_name,
-};
-use super::plan::{Desired, Inputs, SecretView, ServerView, integration_kind, lookup_id, plan};
+use super::names::{ANNOTATION_INTEGRATION_ID, external_id, secret_name, validate_source_name};
+use super::plan::{Inputs, SecretView, ServerView, desired, lookup_id, plan};
 use super::secret::{describe, view, view_of_metadata};
 use super::status::Outcome;
 use crate::api::{ApiError, Id, TerdutClient};
@@ -113,17 +110,6 @@ pub async fn observe(
         secret,
         server,
     }))
-}
-
-/// What the spec and the annotations of `source` ask for.
-pub fn desired(source: &TerdutAlertSource) -> Desired<'_> {
-    let annotations = source.annotations();
-    Desired {
-        kind: integration_kind(source.spec.kind),
-        name: &source.spec.name,
-        rotate: annotations.get(ANNOTATION_ROTATE).map(String::as_str),
-        rotated_for: annotations.get(ANNOTATION_ROTATED_FOR).map(String::as_str),
-    }
 }
 
 /// The team as far as its sources are concerned, from the cache (nothing proven yet).

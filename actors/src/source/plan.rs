@@ -16,9 +16,11 @@
 //! [`Decision::Recreate`] ends in a POST; when that POST answers 200 (the `external_id`
 //! exists), the actor plans again with [`ServerView::ByExternalId`].
 
-use terdut_crds::v1alpha1::AlertSourceKind;
+use kube::ResourceExt;
+use terdut_crds::v1alpha1::{AlertSourceKind, TerdutAlertSource};
 
-use crate::api::{Id, Integration, IntegrationKind};
+use super::names::{ANNOTATION_ROTATE, ANNOTATION_ROTATED_FOR};
+use crate::api::{Id, Integration, IntegrationKind, IntegrationPatch, NewIntegration};
 
 /// The API's kind for the spec's.
 pub fn integration_kind(kind: AlertSourceKind) -> IntegrationKind {
@@ -29,7 +31,9 @@ pub fn integration_kind(kind: AlertSourceKind) -> IntegrationKind {
     }
 }
 
-/// What the spec and annotations of the TerdutAlertSource ask for.
+/// What the spec and annotations of the TerdutAlertSource ask for. A spec field the server
+/// keeps is read here ([`desired`]) and sent from here ([`Desired::new_integration`],
+/// [`Desired::patch`]): the one module a new one changes besides the CRD and the wire types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Desired<'a> {
     pub kind: IntegrationKind,
@@ -38,6 +42,35 @@ pub struct Desired<'a> {
     pub rotate: Option<&'a str>,
     /// The rotate value already handled, as recorded on the TerdutAlertSource itself.
     pub rotated_for: Option<&'a str>,
+}
+
+/// What the spec and the annotations of `source` ask for.
+pub fn desired(source: &TerdutAlertSource) -> Desired<'_> {
+    let annotations = source.annotations();
+    Desired {
+        kind: integration_kind(source.spec.kind),
+        name: &source.spec.name,
+        rotate: annotations.get(ANNOTATION_ROTATE).map(String::as_str),
+        rotated_for: annotations.get(ANNOTATION_ROTATED_FOR).map(String::as_str),
+    }
+}
+
+impl Desired<'_> {
+    /// The body of the integration's create: the pass's POST and the deletion's lookup POST.
+    pub fn new_integration(&self, external_id: String) -> NewIntegration {
+        NewIntegration {
+            kind: self.kind,
+            name: self.name.to_owned(),
+            external_id,
+        }
+    }
+
+    /// The body of the PATCH that makes an integration of the right kind match the spec.
+    pub fn patch(&self) -> IntegrationPatch {
+        IntegrationPatch {
+            name: self.name.to_owned(),
+        }
+    }
 }
 
 /// The Secret found under the webhook Secret's name (never its values).
@@ -249,13 +282,10 @@ pub fn plan(i: &Inputs<'_>) -> Decision {
 /// The changes `decision` makes, in words, for the plan in status and the last applied
 /// changes (names and ids, never the key or the URL); `None` for a blocked decision, which is
 /// a status, not a change.
-pub fn describe(
-    source: &terdut_crds::v1alpha1::TerdutAlertSource,
-    decision: &Decision,
-) -> Option<Vec<String>> {
+pub fn describe(source: &TerdutAlertSource, decision: &Decision) -> Option<Vec<String>> {
     let name = &source.spec.name;
     let kind = integration_kind(source.spec.kind);
-    let secret = super::names::secret_name(&kube::ResourceExt::name_any(source));
+    let secret = super::names::secret_name(&source.name_any());
     Some(match decision {
         Decision::Noop { .. } => vec![],
         Decision::Rename { id, from } => {
