@@ -20,7 +20,7 @@ use tracing::{debug, info};
 use super::SourceMemory;
 use super::hooks;
 use super::names::{ANNOTATION_ROTATE, ANNOTATION_ROTATED_FOR, external_id, secret_name};
-use super::observe::{Reachable, SecretObservation};
+use super::observe::{Reachable, SecretObservation, version_hash};
 use super::plan::{
     Blocker, Decision, Desired, Inputs, RecreateReason, SecretView, ServerView, desired, plan,
 };
@@ -73,8 +73,13 @@ pub async fn apply(
     )
     .await?;
     let outcome = match executed {
-        Executed::InSync { id } => {
+        Executed::InSync { id, written } => {
             memory.integration_id = Some(id);
+            if written.is_some() {
+                // This pass wrote the Secret with the url and key: its next passes trust the
+                // cache at that version (`observe::Read::Cache`) instead of reading it again.
+                memory.secret_checked = written;
+            }
             Outcome::Ready {
                 id,
                 kind: desired.kind,
@@ -102,9 +107,11 @@ pub struct Target<'a> {
 /// How a pass ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Executed {
-    /// The Secret holds the key of integration `id`, which matches the spec.
+    /// The Secret holds the key of integration `id`, which matches the spec; `written`: the
+    /// version (hashed) at which this pass wrote it, when it did.
     InSync {
         id: Id,
+        written: Option<u64>,
     },
     Blocked(Blocker),
 }
@@ -140,7 +147,12 @@ async fn converge(
             }
         };
         match &decision {
-            Decision::Noop { id } => return Ok(Executed::InSync { id: *id }),
+            Decision::Noop { id } => {
+                return Ok(Executed::InSync {
+                    id: *id,
+                    written: None,
+                });
+            }
             Decision::Blocked(b) => return Ok(Executed::Blocked(b.clone())),
             Decision::Rename { id, from } => {
                 target
@@ -161,7 +173,10 @@ async fn converge(
                     note,
                 )
                 .await;
-                return Ok(Executed::InSync { id: *id });
+                return Ok(Executed::InSync {
+                    id: *id,
+                    written: None,
+                });
             }
             Decision::Create => {}
             Decision::Recreate { delete, reason } => {
@@ -192,7 +207,7 @@ async fn converge(
                     SecretView::Owned(_) => secret.object.as_deref(),
                     _ => None,
                 };
-                write_secret(ctx, source, found, &created, desired.rotate).await?;
+                let written = write_secret(ctx, source, found, &created, desired.rotate).await?;
                 drop(created);
                 info!(source = %key, integration = id, "created integration; key stored in its Secret");
                 if let Some(v) = desired.rotate {
@@ -212,7 +227,7 @@ async fn converge(
                     note,
                 )
                 .await;
-                return Ok(Executed::InSync { id });
+                return Ok(Executed::InSync { id, written });
             }
             IntegrationCreate::Existing(integration) => {
                 debug!(source = %key, integration = integration.id, "the external_id exists on the team");
@@ -311,14 +326,15 @@ fn sources(ctx: &Ctx, key: &ObjectKey) -> Api<TerdutAlertSource> {
 /// Writes `created`'s url and key into the webhook Secret, in the step that created them.
 /// `found` is the Secret as observed (controlled by this object) or `None`: a new Secret is
 /// created, never applied over a Secret of someone else; an existing one of ours is replaced
-/// (with its resourceVersion, re-read on a conflict).
+/// (with its resourceVersion, re-read on a conflict). Returns the written version, hashed as
+/// `observe::Read::Cache` remembers it.
 async fn write_secret(
     ctx: &Ctx,
     source: &TerdutAlertSource,
     found: Option<&Secret>,
     created: &CreatedIntegration,
     rotated_for: Option<&str>,
-) -> Result<(), ReconcileError> {
+) -> Result<Option<u64>, ReconcileError> {
     let invalid = |e: super::secret::MissingMetadata| ReconcileError::Invalid(e.to_string());
     let ns = source.namespace().unwrap_or_default();
     let api: Api<Secret> = Api::namespaced(ctx.kube.clone(), &ns);
@@ -349,7 +365,7 @@ async fn write_secret(
                     &ObjectKey::new(ns.clone(), name.clone()),
                     written.resource_version(),
                 );
-                return Ok(());
+                return Ok(written.resource_version().as_deref().map(version_hash));
             }
             // Created meanwhile, or changed since it was read: look again; ours is replaced,
             // anyone else's is left alone.
