@@ -51,6 +51,9 @@ pub(crate) fn apiserver_args(dir: &Path, id: &str) -> anyhow::Result<Vec<String>
         ),
         "--audit-log-format=json".into(),
         "--audit-log-maxbackup=0".into(),
+        // Never rotated: unset, the log is rotated at 100 MiB, and a reader of the one file (the
+        // peers bench) loses what came before (a 10,000-object run writes several times that).
+        "--audit-log-maxsize=1000000".into(),
     ])
 }
 
