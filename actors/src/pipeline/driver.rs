@@ -282,21 +282,11 @@ impl<P: Pipeline> Driver<P> {
                 .read_only(pass, object, Some(&observed), &mut memory.kind)
                 .await;
             let verdict = P::planned(object, &observed, &plan, changes.as_deref(), &memory.kind);
-            self.announce(object, &verdict).await;
             let shared = Shared {
                 plan: changes,
                 ..Shared::default()
             };
-            write::status::write(
-                &self.ctx,
-                object,
-                Some(&verdict.desired),
-                P::patch,
-                &mut memory.written,
-                &shared,
-            )
-            .await?;
-            return Ok(verdict.next);
+            return self.conclude(object, verdict, memory, &shared).await;
         }
         // The one place a finalizer is added (`finalize` is where it is released).
         if P::holds(&observed)
@@ -309,22 +299,12 @@ impl<P: Pipeline> Driver<P> {
             .apply(pass, object, observed, plan, &mut memory.kind)
             .await?;
         let verdict = P::status(object, &applied);
-        self.announce(object, &verdict).await;
         let shared = Shared {
             plan: Some(vec![]),
             applied: changes.filter(|_| P::completed(&applied)),
             ..Shared::default()
         };
-        write::status::write(
-            &self.ctx,
-            object,
-            Some(&verdict.desired),
-            P::patch,
-            &mut memory.written,
-            &shared,
-        )
-        .await?;
-        Ok(verdict.next)
+        self.conclude(object, verdict, memory, &shared).await
     }
 
     /// A pass that observing ended with `outcome`: its status, and no plan (`ObserveOnly`
@@ -343,19 +323,31 @@ impl<P: Pipeline> Driver<P> {
                 .read_only(pass, object, None, &mut memory.kind)
                 .await;
         }
-        let verdict = P::status(object, &outcome);
-        self.announce(object, &verdict).await;
         let shared = Shared {
             plan: (!observe_only).then(Vec::new),
             ..Shared::default()
         };
+        self.conclude(object, P::status(object, &outcome), memory, &shared)
+            .await
+    }
+
+    /// The end of every pass that converges (applied, observed only, or ended by observing):
+    /// the verdict's Event, then its status with the `shared` part.
+    async fn conclude(
+        &self,
+        object: &P::Object,
+        verdict: Verdict<P::Desired>,
+        memory: &mut Memory<P>,
+        shared: &Shared,
+    ) -> Result<Next, ReconcileError> {
+        self.announce(object, &verdict).await;
         write::status::write(
             &self.ctx,
             object,
             Some(&verdict.desired),
             P::patch,
             &mut memory.written,
-            &shared,
+            shared,
         )
         .await?;
         Ok(verdict.next)
