@@ -27,7 +27,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::core::PartialObjectMeta;
@@ -82,6 +82,13 @@ metadata_only_bound!(
     PodDisruptionBudget,
     PartialObjectMeta<Secret>
 );
+
+/// Namespaces are read for their labels only (consent, docs/design.md §4.6).
+impl Bounded for PartialObjectMeta<Namespace> {
+    fn bound(&mut self) {
+        bound_namespace_meta(&mut self.metadata);
+    }
+}
 
 impl Bounded for TerdutServer {
     fn bound(&mut self) {

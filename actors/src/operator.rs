@@ -15,13 +15,13 @@
 //! root, the holding host and the writer a question every few seconds. `/healthz` reports
 //! both (docs/adr/0017-liveness.md).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::registry::Registry as MetricsRegistry;
 use ractor::ActorRef;
-use terdut_crds::v1alpha1::{TerdutAlertSource, TerdutServer, TerdutTeam};
+use terdut_crds::v1alpha1::{TerdutServer, TerdutTeam};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -30,13 +30,11 @@ use tracing::info;
 use crate::api::ApiMetrics;
 use crate::clock::Clock;
 use crate::context::{Ctx, Inner, OperatorConfig, OwnWrites};
-use crate::informers::{self, Routes, ScopeChange, Selectors};
+use crate::informers::{self, Selectors};
 use crate::key::ObjectKey;
-use crate::kind::{Kind, Written};
 use crate::kube_clients::KubeClients;
 use crate::object_actor::{SourceFactory, TeamFactory};
-use crate::routing::facts::{server_facts, source_facts, team_facts};
-use crate::routing::{ChildKind, Listed};
+use crate::routing::ChildKind;
 use crate::runtime::events::EventPublisher;
 use crate::runtime::faults::{FaultPoint, Faults};
 use crate::runtime::health::Health;
@@ -52,7 +50,7 @@ use crate::tree::ChildrenMsg;
 use crate::tree::children::ChildSetup;
 use crate::tree::holding::HoldingActor;
 use crate::tree::server::{ServerFactory, ServerSpec};
-use crate::tree::writer::{HostRef, Outlets, Registry, Seen, ServerRoot, Writer, WriterPart};
+use crate::tree::writer::{HostRef, Outlets, Registry, ServerRoot, Writer, WriterPart};
 
 /// Knobs of [`start`] beyond [`OperatorConfig`].
 #[derive(Clone, Debug)]
@@ -213,103 +211,6 @@ async fn sync_gate(mut synced: tokio::sync::watch::Receiver<usize>, expected: us
             waited = ?SYNC_GATE,
             "not every informer has listed yet; reconciling from the caches as they are"
         );
-    }
-}
-
-/// Turns what the informers saw into what the routing index takes: the few facts routing
-/// reads of each object, and whether a version is the operator's own write.
-struct Translate {
-    writer: Writer,
-    own_writes: Arc<OwnWrites>,
-}
-
-impl Translate {
-    fn own(&self, kind: Written, key: &ObjectKey, resource_version: Option<&str>) -> bool {
-        resource_version.is_some_and(|rv| self.own_writes.is_own(kind, key, rv))
-    }
-}
-
-impl Routes for Translate {
-    fn server(&self, key: ObjectKey, obj: Option<Arc<TerdutServer>>) {
-        let facts = obj.as_deref().map(server_facts);
-        self.writer.seen(Seen::Server { key, facts });
-    }
-
-    fn server_owned(&self, server: ObjectKey) {
-        self.writer.seen(Seen::ServerOwned(server));
-    }
-
-    fn team(&self, key: ObjectKey, obj: Option<Arc<TerdutTeam>>) {
-        let kind = Written::Object(Kind::Team);
-        let facts = obj.as_deref().map(team_facts);
-        let own_version = self.own(
-            kind,
-            &key,
-            facts.as_ref().and_then(|f| f.resource_version.as_deref()),
-        );
-        if facts.is_none() {
-            self.own_writes.forget(kind, &key);
-        }
-        self.writer.seen(Seen::Team {
-            key,
-            facts,
-            own_version,
-        });
-    }
-
-    fn source(&self, key: ObjectKey, obj: Option<Arc<TerdutAlertSource>>) {
-        let kind = Written::Object(Kind::Source);
-        let facts = obj.as_deref().map(source_facts);
-        let own_version = self.own(
-            kind,
-            &key,
-            facts.as_ref().and_then(|f| f.resource_version.as_deref()),
-        );
-        if facts.is_none() {
-            self.own_writes.forget(kind, &key);
-        }
-        self.writer.seen(Seen::Source {
-            key,
-            facts,
-            own_version,
-        });
-    }
-
-    fn webhook_secret(
-        &self,
-        secret: ObjectKey,
-        resource_version: Option<String>,
-        deleted: bool,
-        source: ObjectKey,
-    ) {
-        let own_version =
-            !deleted && self.own(Written::WebhookSecret, &secret, resource_version.as_deref());
-        if deleted {
-            self.own_writes.forget(Written::WebhookSecret, &secret);
-        }
-        self.writer.seen(Seen::WebhookSecret {
-            secret,
-            source,
-            resource_version,
-            deleted,
-            own_version,
-        });
-    }
-
-    fn namespace(&self, name: String, labels: Option<BTreeMap<String, String>>) {
-        self.writer.seen(Seen::Namespace { name, labels });
-    }
-
-    fn listed(&self, kind: Listed, scope: Option<String>, present: BTreeSet<ObjectKey>) {
-        self.writer.seen(Seen::Listed {
-            kind,
-            scope,
-            present,
-        });
-    }
-
-    fn scope(&self, change: ScopeChange) {
-        self.writer.seen(Seen::Scope(change));
     }
 }
 
@@ -491,16 +392,22 @@ pub async fn start_with(
 
     let (writer, inbox) = Writer::channel();
     let own_writes = Arc::new(OwnWrites::default());
-    let routes = Arc::new(Translate {
-        writer: writer.clone(),
-        own_writes: own_writes.clone(),
-    });
     let selectors = Selectors {
         objects: opts.config.selector.clone(),
         namespaces: opts.config.watch_namespace_selector.clone(),
     };
     refuse_bad_selectors(&watch, &opts.config.watch_namespaces, &selectors).await?;
-    let informers = informers::build(&watch, &opts.config.watch_namespaces, &selectors, routes);
+    let sink: informers::Sink = {
+        let writer = writer.clone();
+        Arc::new(move |seen| writer.seen(seen))
+    };
+    let informers = informers::build(
+        &watch,
+        &opts.config.watch_namespaces,
+        &selectors,
+        &own_writes,
+        sink,
+    );
     let records = Arc::new(crate::team::records::TeamRecords::new(
         client.clone(),
         &opts.config.operator_namespace,

@@ -6,6 +6,8 @@ pub mod claims;
 pub mod facts;
 pub mod index;
 pub mod scope;
+pub mod seen;
 pub mod selector;
 
 pub use index::{ChildKind, Command, Host, Index, Listed, ServerFacts, SourceFacts, TeamFacts};
+pub use seen::{ScopeChange, Seen};

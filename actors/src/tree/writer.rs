@@ -9,7 +9,7 @@
 //! which children it places there (a move the lost message made is undone), and goes on
 //! with the messages that waited.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,55 +23,13 @@ use tracing::{debug, info};
 pub use super::messages::Registry;
 use super::messages::{ChildrenMsg, ServerMsg};
 use crate::context::Stores;
-use crate::informers::ScopeChange;
 use crate::key::ObjectKey;
 use crate::object_actor::{ObjectMsg, SourceSpec, TeamSpec};
-use crate::routing::facts::{server_facts, source_facts, team_facts};
-use crate::routing::{
-    ChildKind, Command, Host, Index, Listed, ServerFacts, SourceFacts, TeamFacts,
-};
+pub use crate::routing::Seen;
+use crate::routing::{ChildKind, Command, Host, Index, ScopeChange};
 use crate::supervisor::actor_part::Current;
 use crate::supervisor::part::{Incarnation, Part};
 use crate::supervisor::{CallError, SupervisorMsg, SupervisorSnapshot};
-
-/// What an informer saw, as the index takes it.
-#[derive(Debug)]
-pub enum Seen {
-    Server {
-        key: ObjectKey,
-        facts: Option<ServerFacts>,
-    },
-    /// A Deployment, Service, PDB or key Secret of this server changed.
-    ServerOwned(ObjectKey),
-    Team {
-        key: ObjectKey,
-        facts: Option<TeamFacts>,
-        own_version: bool,
-    },
-    Source {
-        key: ObjectKey,
-        facts: Option<SourceFacts>,
-        own_version: bool,
-    },
-    WebhookSecret {
-        secret: ObjectKey,
-        source: ObjectKey,
-        resource_version: Option<String>,
-        deleted: bool,
-        own_version: bool,
-    },
-    Namespace {
-        name: String,
-        labels: Option<BTreeMap<String, String>>,
-    },
-    Listed {
-        kind: Listed,
-        scope: Option<String>,
-        present: BTreeSet<ObjectKey>,
-    },
-    /// The namespaces `--watch-namespace-selector` selects changed.
-    Scope(ScopeChange),
-}
 
 /// A host the writer can deliver children to.
 #[derive(Clone, Debug)]
@@ -276,7 +234,7 @@ impl WriterPart {
         match msg {
             WriterMsg::Seen(Seen::Scope(change), at) => {
                 for seen in self.scope.change(change, &outlets.stores) {
-                    for command in apply(index, seen) {
+                    for command in seen.apply(index) {
                         outlets.deliver(command, at);
                     }
                 }
@@ -285,7 +243,7 @@ impl WriterPart {
                 let Some(seen) = self.scope.filter(seen) else {
                     return;
                 };
-                for command in apply(index, seen) {
+                for command in seen.apply(index) {
                     outlets.deliver(command, at);
                 }
             }
@@ -328,12 +286,12 @@ impl WriterPart {
             match msg {
                 WriterMsg::Seen(Seen::Scope(change), _) => {
                     for seen in self.scope.change(change, &self.outlets.stores) {
-                        drop(apply(index, seen));
+                        drop(seen.apply(index));
                     }
                 }
                 WriterMsg::Seen(seen, _) => {
                     if let Some(seen) = self.scope.filter(seen) {
-                        drop(apply(index, seen));
+                        drop(seen.apply(index));
                     }
                 }
                 other => rest.push(other),
@@ -402,7 +360,7 @@ impl WriterPart {
             let Some(seen) = self.scope.filter(seen) else {
                 continue;
             };
-            for command in apply(index, seen) {
+            for command in seen.apply(index) {
                 self.outlets.deliver(command, at);
             }
         }
@@ -469,20 +427,17 @@ fn everything(stores: &Stores) -> Vec<Seen> {
             labels: Some(ns.labels().clone()),
         })
         .collect();
-    out.extend(stores.servers.state().iter().map(|s| Seen::Server {
-        key: ObjectKey::of(s.as_ref()),
-        facts: Some(server_facts(s)),
-    }));
-    out.extend(stores.teams.state().iter().map(|t| Seen::Team {
-        key: ObjectKey::of(t.as_ref()),
-        facts: Some(team_facts(t)),
-        own_version: false,
-    }));
-    out.extend(stores.sources.state().iter().map(|s| Seen::Source {
-        key: ObjectKey::of(s.as_ref()),
-        facts: Some(source_facts(s)),
-        own_version: false,
-    }));
+    out.extend(
+        (stores.servers.state().iter()).map(|s| Seen::server(ObjectKey::of(s.as_ref()), Some(s))),
+    );
+    out.extend(
+        (stores.teams.state().iter())
+            .map(|t| Seen::team(ObjectKey::of(t.as_ref()), Some(t), false)),
+    );
+    out.extend(
+        (stores.sources.state().iter())
+            .map(|s| Seen::source(ObjectKey::of(s.as_ref()), Some(s), false)),
+    );
     out
 }
 
@@ -579,64 +534,31 @@ fn replay(stores: &Stores, namespace: &str, present: bool) -> Vec<Seen> {
     let mut out = vec![];
     for s in stores.servers.state() {
         if here(s.metadata.namespace.as_ref()) {
-            out.push(Seen::Server {
-                key: ObjectKey::of(s.as_ref()),
-                facts: present.then(|| server_facts(&s)),
-            });
+            out.push(Seen::server(
+                ObjectKey::of(s.as_ref()),
+                present.then_some(&*s),
+            ));
         }
     }
     for t in stores.teams.state() {
         if here(t.metadata.namespace.as_ref()) {
-            out.push(Seen::Team {
-                key: ObjectKey::of(t.as_ref()),
-                facts: present.then(|| team_facts(&t)),
-                own_version: false,
-            });
+            out.push(Seen::team(
+                ObjectKey::of(t.as_ref()),
+                present.then_some(&*t),
+                false,
+            ));
         }
     }
     for s in stores.sources.state() {
         if here(s.metadata.namespace.as_ref()) {
-            out.push(Seen::Source {
-                key: ObjectKey::of(s.as_ref()),
-                facts: present.then(|| source_facts(&s)),
-                own_version: false,
-            });
+            out.push(Seen::source(
+                ObjectKey::of(s.as_ref()),
+                present.then_some(&*s),
+                false,
+            ));
         }
     }
     out
-}
-
-/// The index's answer to one observation.
-fn apply(index: &mut Index, seen: Seen) -> Vec<Command> {
-    match seen {
-        Seen::Server { key, facts } => index.server(key, facts),
-        Seen::ServerOwned(key) => index.server_owned(&key),
-        Seen::Team {
-            key,
-            facts,
-            own_version,
-        } => index.team(key, facts, own_version),
-        Seen::Source {
-            key,
-            facts,
-            own_version,
-        } => index.source(key, facts, own_version),
-        Seen::WebhookSecret {
-            secret,
-            source,
-            resource_version,
-            deleted,
-            own_version,
-        } => index.webhook_secret(secret, &source, resource_version, deleted, own_version),
-        Seen::Namespace { name, labels } => index.namespace(&name, labels),
-        Seen::Listed {
-            kind,
-            scope,
-            present,
-        } => index.listed(kind, scope.as_deref(), &present),
-        // Handled by the writer's `Scope` before the index.
-        Seen::Scope(_) => vec![],
-    }
 }
 
 impl Outlets {

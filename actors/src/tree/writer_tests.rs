@@ -155,26 +155,19 @@ async fn start_on(backlog: impl FnOnce(&Writer, &Fleet)) -> (Vec<String>, Vec<St
 }
 
 fn seen_source(w: &Writer, f: &Fleet) {
-    w.seen(Seen::Source {
-        key: ObjectKey::of(&f.source),
-        facts: Some(source_facts(&f.source)),
-        own_version: false,
-    });
+    w.seen(Seen::source(
+        ObjectKey::of(&f.source),
+        Some(&f.source),
+        false,
+    ));
 }
 
 fn seen_team(w: &Writer, f: &Fleet) {
-    w.seen(Seen::Team {
-        key: ObjectKey::of(&f.team),
-        facts: Some(team_facts(&f.team)),
-        own_version: false,
-    });
+    w.seen(Seen::team(ObjectKey::of(&f.team), Some(&f.team), false));
 }
 
 fn seen_server(w: &Writer, f: &Fleet) {
-    w.seen(Seen::Server {
-        key: ObjectKey::of(&f.server),
-        facts: Some(server_facts(&f.server)),
-    });
+    w.seen(Seen::server(ObjectKey::of(&f.server), Some(&f.server)));
 }
 
 #[tokio::test]
