@@ -91,7 +91,7 @@ test: tools lint audit sbom
     TERDUT_AUDIT_DIR={{audit_dir}} PROPTEST_RNG_SEED=20261129 python3 e2e/test-lanes.py
     TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/e2e-local.sh
     just release {{version}}
-    RELEASE_DIR=target/dist/{{version}} TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/e2e-node.sh
+    RELEASE_DIR="${CARGO_TARGET_DIR:-target}/dist/{{version}}" TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/e2e-node.sh
     bash e2e/node-chaos.sh
     bash e2e/upgrade-check.sh
     TERDUT_AUDIT_DIR={{audit_dir}} bash e2e/chaos.sh
