@@ -202,6 +202,11 @@ pub(crate) async fn wait_http(
     bail!("{what} did not become ready in 60s; last log lines:\n{tail}")
 }
 
+/// Whether the process logging to `log` failed to bind a port someone else holds.
+fn port_taken(log: &Path) -> bool {
+    std::fs::read_to_string(log).is_ok_and(|l| l.contains("address already in use"))
+}
+
 /// A plain-HTTP GET on loopback returning true on a 200 (etcd's /health).
 fn http_ok(port: u16, path: &str) -> bool {
     use std::io::{Read, Write};
@@ -253,30 +258,55 @@ pub(crate) async fn start(opts: Options) -> anyhow::Result<ControlPlane> {
     std::fs::create_dir_all(&logs)?;
     let mut pids = vec![];
 
-    // etcd
-    let (client_port, peer_port) = (free_port()?, free_port()?);
+    // etcd. A port `free_port` saw free can be bound by another process (a parallel test
+    // lane starting its own control plane) before etcd binds it: etcd then exits at once with
+    // "address already in use", and the start is tried again on fresh ports.
+    let etcd_log = logs.join("etcd.log");
+    let mut attempt = 0;
+    let client_port = loop {
+        attempt += 1;
+        let (client_port, peer_port) = (free_port()?, free_port()?);
+        let etcd_url = format!("http://127.0.0.1:{client_port}");
+        let pid = spawn(
+            &etcd,
+            &[
+                // A fresh data dir per attempt: a failed one may have begun its own.
+                format!(
+                    "--data-dir={}",
+                    dir.join(format!("etcd-{attempt}")).display()
+                ),
+                format!("--listen-client-urls={etcd_url}"),
+                format!("--advertise-client-urls={etcd_url}"),
+                format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
+                format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
+                format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"),
+                "--unsafe-no-fsync=true".into(),
+                "--log-level=warn".into(),
+            ],
+            &etcd_log,
+        )?;
+        let started = wait_http(
+            "etcd",
+            || http_ok(client_port, "/health") || port_taken(&etcd_log),
+            &etcd_log,
+        )
+        .await;
+        if started.is_ok() && http_ok(client_port, "/health") {
+            pids.push(pid);
+            break client_port;
+        }
+        if attempt < 3 && port_taken(&etcd_log) {
+            eprintln!("[control-plane] etcd's port was taken before it bound it; trying others");
+            continue;
+        }
+        started?;
+        bail!(
+            "etcd did not answer /health; its log: {}",
+            etcd_log.display()
+        );
+    };
     let etcd_url = format!("http://127.0.0.1:{client_port}");
-    pids.push(spawn(
-        &etcd,
-        &[
-            format!("--data-dir={}", dir.join("etcd").display()),
-            format!("--listen-client-urls={etcd_url}"),
-            format!("--advertise-client-urls={etcd_url}"),
-            format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
-            format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
-            format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"),
-            "--unsafe-no-fsync=true".into(),
-            "--log-level=warn".into(),
-        ],
-        &logs.join("etcd.log"),
-    )?);
     watchdog(&pids, &dir)?;
-    wait_http(
-        "etcd",
-        || http_ok(client_port, "/health"),
-        &logs.join("etcd.log"),
-    )
-    .await?;
 
     // kube-apiserver: static token auth (admin in system:masters), self-signed serving cert.
     openssl(&["genrsa", "-out", "sa.key", "2048"], &dir)?;
