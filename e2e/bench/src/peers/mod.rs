@@ -37,7 +37,7 @@ pub struct PeersArgs {
     /// Rounds; each runs every peer once, the order rotated by one per round.
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
-    /// The peers, comma-separated: a, b, d1, dN.
+    /// The peers, comma-separated: a, a0 (needs `--operator-before`), b, d1, dN.
     #[arg(long, default_value = "a,b,d1,dN")]
     pub peers: String,
     /// (a)'s `--max-concurrent-reconciles`, and (b)'s and (dN)'s concurrency.
@@ -65,6 +65,13 @@ pub struct PeersArgs {
     /// Peer (d)'s binary (`bash e2e/peer-go/build.sh` prints it).
     #[arg(long)]
     pub peer_go: Option<PathBuf>,
+    /// Peer (a0)'s binary: this operator built from an earlier commit.
+    #[arg(long)]
+    pub operator_before: Option<PathBuf>,
+    /// A library (a0) is started with in `LD_PRELOAD`, as its image did (jemalloc before the
+    /// allocator was linked in).
+    #[arg(long, requires = "operator_before")]
+    pub operator_before_preload: Option<PathBuf>,
     /// Create requests the bench keeps in flight.
     #[arg(long, default_value_t = 32)]
     pub create_concurrency: usize,
@@ -103,6 +110,10 @@ pub async fn run(cp: &'static ControlPlane, args: &PeersArgs) -> anyhow::Result<
         .ok_or_else(|| anyhow::anyhow!("no directory of the bench binary"))?;
     let launch = Launch {
         operator_bin: dir.join("terdut-operator"),
+        operator_before: args
+            .operator_before
+            .clone()
+            .map(|b| (b, args.operator_before_preload.clone())),
         peer_kube_bin: dir.join("terdut-peer-kube"),
         peer_go_bin: args.peer_go.clone(),
         kubeconfig: cp.operator_kubeconfig(),

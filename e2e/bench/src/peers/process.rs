@@ -15,6 +15,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 pub enum Peer {
     /// This operator: the actor tree.
     A,
+    /// This operator as an earlier commit built it (`--operator-before`): the same flags, for a
+    /// before/after of a refactor on one control plane and one set of stand-ins.
+    A0,
     /// kube-runtime `Controller`s (idiomatic: predicates, `finalizer()`), at (a)'s concurrency.
     B,
     /// controller-runtime, `MaxConcurrentReconciles` 1 (the seed design).
@@ -27,6 +30,7 @@ impl Peer {
     pub fn label(self) -> &'static str {
         match self {
             Self::A => "a",
+            Self::A0 => "a0",
             Self::B => "b",
             Self::D1 => "d1",
             Self::DN => "dN",
@@ -36,16 +40,17 @@ impl Peer {
     pub fn parse(s: &str) -> anyhow::Result<Self> {
         Ok(match s.trim() {
             "a" => Self::A,
+            "a0" => Self::A0,
             "b" => Self::B,
             "d1" => Self::D1,
             "dN" | "dn" => Self::DN,
-            other => anyhow::bail!("unknown peer {other:?} (a, b, d1, dN)"),
+            other => anyhow::bail!("unknown peer {other:?} (a, a0, b, d1, dN)"),
         })
     }
 
     /// Whether the peer reconciles TerdutServers itself (else the bench makes their key Secrets).
     pub fn has_server_actors(self) -> bool {
-        matches!(self, Self::A | Self::B)
+        matches!(self, Self::A | Self::A0 | Self::B)
     }
 }
 
@@ -53,6 +58,9 @@ impl Peer {
 #[derive(Clone, Debug)]
 pub struct Launch {
     pub operator_bin: PathBuf,
+    /// (a0)'s binary, and the allocator library it shipped preloaded with (its image's
+    /// `LD_PRELOAD`), if any.
+    pub operator_before: Option<(PathBuf, Option<PathBuf>)>,
     pub peer_kube_bin: PathBuf,
     pub peer_go_bin: Option<PathBuf>,
     pub kubeconfig: PathBuf,
@@ -81,7 +89,7 @@ impl Launch {
         let n = self.concurrency.to_string();
         let port = super::super::fixtures::free_port()?;
         let (bin, args, metrics_port): (&Path, Vec<String>, Option<u16>) = match peer {
-            Peer::A => {
+            Peer::A | Peer::A0 => {
                 let mut a = vec![
                     "--leader-elect=false".into(),
                     "--log-format=text".into(),
@@ -98,7 +106,12 @@ impl Launch {
                 if let Some(s) = selector {
                     a.push(format!("--selector={s}"));
                 }
-                (&self.operator_bin, a, Some(port))
+                let bin = match (peer, &self.operator_before) {
+                    (Peer::A, _) => &self.operator_bin,
+                    (_, Some((before, _))) => before,
+                    (_, None) => anyhow::bail!("no --operator-before binary given"),
+                };
+                (bin.as_path(), a, Some(port))
             }
             Peer::B => (
                 &self.peer_kube_bin,
@@ -128,7 +141,13 @@ impl Launch {
         };
         std::fs::create_dir_all(&self.logs)?;
         let log = std::fs::File::create(self.logs.join(format!("{}-{tag}.log", peer.label())))?;
-        let child = Command::new(bin)
+        let mut command = Command::new(bin);
+        if let (Peer::A0, Some((_, Some(preload)))) = (peer, &self.operator_before) {
+            command
+                .env("LD_PRELOAD", preload)
+                .env("MALLOC_CONF", "background_thread:true");
+        }
+        let child = command
             .args(&args)
             .env("KUBECONFIG", &self.kubeconfig)
             .env("RUST_LOG", "warn,kube_client::client::tls=error")
