@@ -69,8 +69,17 @@ pub async fn check(run: &Run, helm: &Helm) -> anyhow::Result<()> {
     ])?;
     super::deployment_available(run, NAMESPACE, RELEASE).await?;
     let rolled = started.elapsed();
+    // A leader that is not on its way out: right after the roll, the Lease may still name a
+    // pod of the old template that is terminating (no hooks port; a CI run's port-forward to
+    // it was refused), until a new pod takes the Lease over.
     let old = wait::until("a leader", Duration::from_secs(60), || async {
-        Ok(leader::holder(run).await.ok())
+        let Ok(holder) = leader::holder(run).await else {
+            return Ok(None);
+        };
+        Ok(leader::operator_pods(run)
+            .await?
+            .contains(&holder)
+            .then_some(holder))
     })
     .await?;
     let before = restarts(run, &old).await?;
