@@ -41,12 +41,24 @@ async fn under_server(
     key: &ObjectKey,
     server: &ObjectKey,
 ) -> HostRef {
+    under_server_other_than(op, kind, key, server, None).await
+}
+
+/// As [`under_server`], and the host is not the actor `old` (a restarted server's new one).
+async fn under_server_other_than(
+    op: &TestOperator,
+    kind: ChildKind,
+    key: &ObjectKey,
+    server: &ObjectKey,
+    old: Option<&HostRef>,
+) -> HostRef {
     eventually(&format!("{key} under {server}"), WAIT, || async {
         let actor = op.tree.registry.get(server).map(|a| a.get_id())?;
-        op.tree
-            .host_of(kind, key)
-            .await
-            .filter(|h| matches!(h, HostRef::Server(_)) && h.id() == actor)
+        op.tree.host_of(kind, key).await.filter(|h| {
+            matches!(h, HostRef::Server(_))
+                && h.id() == actor
+                && old.is_none_or(|o| o.id() != h.id())
+        })
     })
     .await
 }
@@ -183,16 +195,7 @@ async fn a_crashed_server_actor_restarts_its_children_once_and_touches_no_other_
     // host is not a failure of the child), and converges again without a second team. The
     // supervisor counts the restart before the registry and the team's host name the new
     // actor, so the wait is for a host other than the old one.
-    eventually("team-one under server one's new actor", WAIT, || async {
-        let actor = op.tree.registry.get(&one).map(|a| a.get_id())?;
-        op.tree
-            .host_of(ChildKind::Team, &team_one)
-            .await
-            .filter(|h| {
-                matches!(h, HostRef::Server(_)) && h.id() == actor && h.id() != before_one.id()
-            })
-    })
-    .await;
+    under_server_other_than(op, ChildKind::Team, &team_one, &one, Some(&before_one)).await;
     let child = eventually("team-one's actor adopted", WAIT, || async {
         op.tree.child(ChildKind::Team, &team_one).await
     })

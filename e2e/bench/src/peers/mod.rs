@@ -65,12 +65,15 @@ pub struct PeersArgs {
     /// Peer (d)'s binary (`bash e2e/peer-go/build.sh` prints it).
     #[arg(long)]
     pub peer_go: Option<PathBuf>,
-    /// Peer (a0)'s binary: this operator built from an earlier commit.
+    /// Peer (a0)'s binary: this operator built from an earlier commit. The results keep its
+    /// file name only (the folder is this machine's).
     #[arg(long)]
+    #[serde(serialize_with = "file_name")]
     pub operator_before: Option<PathBuf>,
     /// A library (a0) is started with in `LD_PRELOAD`, as its image did (jemalloc before the
     /// allocator was linked in).
     #[arg(long, requires = "operator_before")]
+    #[serde(serialize_with = "file_name")]
     pub operator_before_preload: Option<PathBuf>,
     /// Create requests the bench keeps in flight.
     #[arg(long, default_value_t = 32)]
@@ -81,6 +84,15 @@ pub struct PeersArgs {
     /// Where the raw results go.
     #[arg(long, default_value = ".tmp/bench/peers.json")]
     pub out: PathBuf,
+}
+
+/// A path as its file name, for results kept where the folder means nothing.
+fn file_name<S: serde::Serializer>(p: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+    let name = p
+        .as_deref()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned());
+    serde::Serialize::serialize(&name, s)
 }
 
 impl PeersArgs {

@@ -147,10 +147,11 @@ pub fn table(args: &PeersArgs, r: &Value) -> String {
     let scenario = |ok: Option<bool>| at(ok, 1_000);
     let sized = |ok: Option<bool>| at(ok, 10_000);
     let mut rows: Vec<[String; 4]> = Vec::new();
-    // (a0) appears only in a run that was given it: a before/after of this operator.
+    // (a0) appears only in a run that was given it (a before/after of this operator); a peer
+    // of the comparison that did not run shows "—".
     let peers: Vec<&str> = ["a", "a0", "b", "d1", "dN"]
         .into_iter()
-        .filter(|p| s.get(*p).is_some())
+        .filter(|p| *p != "a0" || s.get("a0").is_some())
         .collect();
     let all = |fig: &str| {
         peers
