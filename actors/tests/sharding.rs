@@ -24,6 +24,8 @@ const WAIT: Duration = Duration::from_secs(60);
 const PORT_A: u16 = 19780;
 const PORT_B: u16 = 19781;
 const PORT_C: u16 = 19782;
+const PORT_F: u16 = 19786;
+const PORT_G: u16 = 19787;
 const SHARD: &str = "terdut.ryuvia.com/shard";
 
 fn labelled<K: kube::Resource>(mut object: K, shard: &str) -> K {
@@ -154,6 +156,108 @@ async fn two_shards_split_the_objects_and_a_relabel_moves_them() {
     })
     .await;
     a.stop().await;
+    b.stop().await;
+}
+
+/// The records the shards share (ADR 0013) are read again for an object another shard may have
+/// recorded: one that carries the finalizer. Shard "lost-b" loads its records first; then
+/// "lost-a" creates the team (its record written after b's load), stops, and the team, its
+/// status lost, moves to "lost-b". b's first pass has no id to go by, finds the team by its
+/// `external_id`, and must know from a's record that this object made it: Ready on the same
+/// team, not `Adopted`.
+#[tokio::test]
+async fn a_team_moved_to_another_shard_with_its_status_lost_finds_its_own_team() {
+    let cp = ControlPlane::shared().await.unwrap();
+    let client = cp.client().await.unwrap();
+    let ns = cp.namespace(&client, "lost-status").await.unwrap();
+    let kubeconfig = cp.operator_kubeconfig();
+    let start = |name: &'static str, shard: &str| {
+        let mut config = test_config();
+        config.instance_name = name.into();
+        config.selector = Some(format!("{SHARD}={shard}"));
+        start_operator(&kubeconfig, config)
+    };
+    let (a, _) = start("lost-a", "lost-a").await;
+    let (b, _) = start("lost-b", "lost-b").await;
+    let servers: Api<TerdutServer> = Api::namespaced(client.clone(), &ns);
+    let teams: Api<TerdutTeam> = Api::namespaced(client.clone(), &ns);
+
+    // Shard b answers a records question (and so loads them) before shard a records "moved".
+    servers
+        .create(
+            &PostParams::default(),
+            &labelled(test_server("sb", i32::from(PORT_F)), "lost-b"),
+        )
+        .await
+        .unwrap();
+    let _standin_b = standin_for(&client, &ns, "sb", PORT_F).await;
+    teams
+        .create(
+            &PostParams::default(),
+            &labelled(team("warm", "sb"), "lost-b"),
+        )
+        .await
+        .unwrap();
+    ready(&teams, "warm").await;
+
+    servers
+        .create(
+            &PostParams::default(),
+            &labelled(test_server("sa", i32::from(PORT_G)), "lost-a"),
+        )
+        .await
+        .unwrap();
+    let standin_a = standin_for(&client, &ns, "sa", PORT_G).await;
+    teams
+        .create(
+            &PostParams::default(),
+            &labelled(team("moved", "sa"), "lost-a"),
+        )
+        .await
+        .unwrap();
+    ready(&teams, "moved").await;
+    let id = teams.get("moved").await.unwrap().status.unwrap().team_id;
+    assert!(id.is_some());
+
+    // Shard a goes away; the status is lost; the server and the team move to shard b.
+    a.stop().await;
+    teams
+        .patch_status(
+            "moved",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"teamID": null, "conditions": []}})),
+        )
+        .await
+        .unwrap();
+    relabel(&servers, "sa", "lost-b").await;
+    relabel(&teams, "moved", "lost-b").await;
+
+    let back = eventually("moved Ready again under shard b", WAIT, || async {
+        let t = teams.get("moved").await.ok()?;
+        let st = t.status?;
+        let ready = st
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        (ready && st.team_id.is_some()).then_some(st.team_id)
+    })
+    .await;
+    assert_eq!(back, id, "the same team, found by its external_id");
+    assert!(
+        event_notes(&client, &ns, "moved", "Adopted")
+            .await
+            .is_empty(),
+        "shard b declined a team this object made"
+    );
+    let state = standin_a.admin().state().await.unwrap();
+    assert_eq!(
+        state
+            .teams
+            .iter()
+            .filter(|t| t.external_id == format!("{ns}/moved"))
+            .count(),
+        1
+    );
     b.stop().await;
 }
 

@@ -51,7 +51,7 @@ pub async fn apply(
         known,
         team_id,
         drift,
-        had_finalizer: _,
+        had_finalizer,
         adopt,
         record,
     } = *r;
@@ -73,7 +73,11 @@ pub async fn apply(
             let uid = team.uid().unwrap_or_default();
             // Whether an earlier pass sent a create call for this object: then a team found
             // by external_id is the one that call made (its answer lost to a crash or timeout).
-            let before = ctx.records.get(&uid).await?;
+            let created = team.metadata.creation_timestamp.as_ref().map(|t| t.0);
+            let before = ctx
+                .records
+                .get_before_create(&uid, had_finalizer, created)
+                .await?;
             ctx.records.made(&uid, &key).await?;
             let found =
                 match found_or_created(ctx, team, &client, &desired, &server, team_id, drift).await

@@ -17,7 +17,8 @@
 //! **Instances sharing the namespace** (shards, docs/configuration.md "Sharding") share the
 //! records, so an object relabelled into another shard is still known there: a question the
 //! map cannot answer re-reads that object's ConfigMap once before the answer is "never
-//! recorded".
+//! recorded", unless no instance can have recorded the object yet (a new object's first
+//! create: [`may_be_recorded_elsewhere`]).
 //!
 //! **Writes** are merge patches of single keys, so writers never conflict; the writes of one
 //! ConfigMap are queued and sent together (one request carries everything queued meanwhile),
@@ -79,6 +80,18 @@ pub fn parse(value: &str) -> Record {
         DECLINED => Record::Declined,
         _ => Record::None,
     }
+}
+
+/// PURE: whether another instance sharing the records (a shard that handed the object over)
+/// may have recorded an object this process has no record of. `Made` is written only after
+/// the operator's finalizer is on the object (the driver adds it before any call that can
+/// create a team), and `Declined` only for an object older than the records, whose finalizer
+/// the decline releases. So an object created after the records that never carried the
+/// finalizer has no record anywhere. A tenant who removes the finalizer from a recorded object
+/// and moves it to another shard is answered "no record": its pass declines the team it finds
+/// (`Adopted`), the safe side, and the adopt annotation takes it back.
+pub fn may_be_recorded_elsewhere(had_finalizer: bool, older_than_records: bool) -> bool {
+    had_finalizer || older_than_records
 }
 
 /// 64-bit hash of a uid (SipHash with fixed keys: stable within and across processes).
@@ -218,6 +231,28 @@ impl TeamRecords {
             loaded.index.entry(h).or_insert(record);
         }
         Ok(record)
+    }
+
+    /// What is recorded for the object `uid` before its first create call in this process
+    /// (`had_finalizer`: it carried the operator's finalizer when the pass read it; `created`:
+    /// its creation). Only an object [`may_be_recorded_elsewhere`] can have a record this map
+    /// lacks, so only its miss reads the ConfigMap again ([`Self::get`]); a new object's miss is
+    /// the answer, which spares every new team of a cold start one GET (ADR 0013, "Reads").
+    pub async fn get_before_create(
+        &self,
+        uid: &str,
+        had_finalizer: bool,
+        created: Option<Timestamp>,
+    ) -> Result<Record, ReconcileError> {
+        let loaded = self.loaded().await?;
+        if let Some(r) = loaded.index.get(&uid_hash(uid)) {
+            return Ok(*r);
+        }
+        if may_be_recorded_elsewhere(had_finalizer, self.older_than_records(created).await?) {
+            self.get(uid).await
+        } else {
+            Ok(Record::None)
+        }
     }
 
     /// Whether an object created at `created` was made before the records existed.
@@ -390,6 +425,18 @@ mod tests {
             "terdut-team-records-a"
         );
         assert_eq!(shard_name(""), "terdut-team-records-0");
+    }
+
+    #[test]
+    fn only_an_object_with_the_finalizer_or_older_than_the_records_is_looked_up_again() {
+        // A new object, never passed with the finalizer: no instance can have recorded it.
+        assert!(!may_be_recorded_elsewhere(false, false));
+        // Another instance may have sent its create call (it added the finalizer first).
+        assert!(may_be_recorded_elsewhere(true, false));
+        // Older than the records: another instance may have declined it (and released the
+        // finalizer), a judgement a forged status must not reopen.
+        assert!(may_be_recorded_elsewhere(false, true));
+        assert!(may_be_recorded_elsewhere(true, true));
     }
 
     #[test]
