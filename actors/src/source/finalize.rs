@@ -476,6 +476,7 @@ mod tests {
                     object: None,
                     view: SecretView::Absent,
                     checked: None,
+                    live: true,
                 });
             }
             Question::Access => f.access = Some(ready()),

@@ -90,8 +90,10 @@ pub async fn observe(
         secret: &secret.view,
         server: &server,
     });
-    if first.is_drastic() {
-        // Never mint, destroy or fail closed on a cache's word: read the Secret itself.
+    if first.is_drastic() && !secret.live {
+        // Never mint, destroy or fail closed on a cache's word: read the Secret itself (once:
+        // a first read that already went to the API server, e.g. for an absent Secret, is
+        // that read).
         secret = self::secret(ctx, &key.namespace, &name, &uid, Read::Live).await?;
         server = integration(
             ctx,
@@ -269,6 +271,9 @@ pub struct SecretObservation {
     /// The version (hashed) at which this runtime saw the Secret hold this source's url and
     /// key: what [`Read::Cache`] may trust next time.
     pub checked: Option<u64>,
+    /// Read by a GET just now ([`Read::Live`], or a cache that could not be trusted), not
+    /// from the cache.
+    pub live: bool,
 }
 
 impl std::fmt::Debug for SecretObservation {
@@ -277,6 +282,7 @@ impl std::fmt::Debug for SecretObservation {
             .field("object", &self.object.as_deref().map(describe))
             .field("view", &self.view)
             .field("checked", &self.checked)
+            .field("live", &self.live)
             .finish()
     }
 }
@@ -309,6 +315,7 @@ pub async fn secret(
             object: None,
             view,
             checked: Some(checked),
+            live: false,
         });
     }
     let api: Api<Secret> = Api::namespaced(ctx.kube.clone(), namespace);
@@ -334,6 +341,7 @@ pub async fn secret(
         object,
         view,
         checked,
+        live: true,
     })
 }
 
