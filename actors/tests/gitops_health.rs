@@ -224,9 +224,15 @@ async fn kstatus_and_argo_cd_read_every_state_right() {
         Some([(TEST_FAULT_ANNOTATION.to_owned(), "panic".to_owned())].into());
     servers.create(&pp, &crashing).await.unwrap();
 
-    // Teams on them.
+    // Teams on them. "holder" has the name "Payments" on the server before "taken" asks for
+    // it: created together, their first passes can run in either order (both wait for the
+    // server's first look, and the nudge that ends the wait starts them at once).
+    teams
+        .create(&pp, &team("holder", "served", "Payments", json!({})))
+        .await
+        .unwrap();
+    wait_reason(&teams, "holder", "Ready").await;
     for t in [
-        team("holder", "served", "Payments", json!({})),
         team("taken", "served", "Payments", json!({})),
         team(
             "unknown-user",
