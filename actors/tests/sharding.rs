@@ -170,52 +170,37 @@ async fn a_team_moved_to_another_shard_with_its_status_lost_finds_its_own_team()
     let cp = ControlPlane::shared().await.unwrap();
     let client = cp.client().await.unwrap();
     let ns = cp.namespace(&client, "lost-status").await.unwrap();
-    let kubeconfig = cp.operator_kubeconfig();
-    let start = |name: &'static str, shard: &str| {
-        let mut config = test_config();
-        config.instance_name = name.into();
-        config.selector = Some(format!("{SHARD}={shard}"));
-        start_operator(&kubeconfig, config)
+    let shard = |name: &'static str| {
+        move |c: &mut terdut_actors::context::OperatorConfig| {
+            c.instance_name = name.into();
+            c.selector = Some(format!("{SHARD}={name}"));
+        }
     };
-    let (a, _) = start("lost-a", "lost-a").await;
-    let (b, _) = start("lost-b", "lost-b").await;
+    let a = operator_with(cp, shard("lost-a")).await;
+    let b = operator_with(cp, shard("lost-b")).await;
     let servers: Api<TerdutServer> = Api::namespaced(client.clone(), &ns);
     let teams: Api<TerdutTeam> = Api::namespaced(client.clone(), &ns);
+    // A server of `shard` with its stand-in, and a team on it, Ready.
+    let ready_team = async |server: &str, port: u16, name: &str, shard: &str| {
+        servers
+            .create(
+                &PostParams::default(),
+                &labelled(test_server(server, i32::from(port)), shard),
+            )
+            .await
+            .unwrap();
+        let standin = standin_for(&client, &ns, server, port).await;
+        teams
+            .create(&PostParams::default(), &labelled(team(name, server), shard))
+            .await
+            .unwrap();
+        ready(&teams, name).await;
+        standin
+    };
 
     // Shard b answers a records question (and so loads them) before shard a records "moved".
-    servers
-        .create(
-            &PostParams::default(),
-            &labelled(test_server("sb", i32::from(PORT_F)), "lost-b"),
-        )
-        .await
-        .unwrap();
-    let _standin_b = standin_for(&client, &ns, "sb", PORT_F).await;
-    teams
-        .create(
-            &PostParams::default(),
-            &labelled(team("warm", "sb"), "lost-b"),
-        )
-        .await
-        .unwrap();
-    ready(&teams, "warm").await;
-
-    servers
-        .create(
-            &PostParams::default(),
-            &labelled(test_server("sa", i32::from(PORT_G)), "lost-a"),
-        )
-        .await
-        .unwrap();
-    let standin_a = standin_for(&client, &ns, "sa", PORT_G).await;
-    teams
-        .create(
-            &PostParams::default(),
-            &labelled(team("moved", "sa"), "lost-a"),
-        )
-        .await
-        .unwrap();
-    ready(&teams, "moved").await;
+    let _standin_b = ready_team("sb", PORT_F, "warm", "lost-b").await;
+    let standin_a = ready_team("sa", PORT_G, "moved", "lost-a").await;
     let id = teams.get("moved").await.unwrap().status.unwrap().team_id;
     assert!(id.is_some());
 

@@ -244,15 +244,14 @@ impl TeamRecords {
         had_finalizer: bool,
         created: Option<Timestamp>,
     ) -> Result<Record, ReconcileError> {
-        let loaded = self.loaded().await?;
-        if let Some(r) = loaded.index.get(&uid_hash(uid)) {
-            return Ok(*r);
-        }
         if may_be_recorded_elsewhere(had_finalizer, self.older_than_records(created).await?) {
-            self.get(uid).await
-        } else {
-            Ok(Record::None)
+            return self.get(uid).await;
         }
+        let loaded = self.loaded().await?;
+        Ok(loaded
+            .index
+            .get(&uid_hash(uid))
+            .map_or(Record::None, |r| *r))
     }
 
     /// Whether an object created at `created` was made before the records existed.
