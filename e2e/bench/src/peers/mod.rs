@@ -167,9 +167,10 @@ pub async fn run(cp: &'static ControlPlane, args: &PeersArgs) -> anyhow::Result<
                 .await
                 .unwrap_or_else(|e| json!({"peer": peer.label(), "error": format!("{e:#}")}));
             runs.push(r);
+            // Saved after every run: a run of hours that is stopped early keeps what it has.
+            save(args, &mut results, &runs, &[], false)?;
         }
     }
-    results["runs"] = Value::Array(runs);
     let mut shards = Vec::new();
     for n in args
         .shards
@@ -182,16 +183,32 @@ pub async fn run(cp: &'static ControlPlane, args: &PeersArgs) -> anyhow::Result<
                 .await
                 .unwrap_or_else(|e| json!({"shards": n, "error": format!("{e:#}")})),
         );
+        save(args, &mut results, &runs, &shards, false)?;
     }
-    results["shards"] = Value::Array(shards);
-    results["loadavg_end"] = super::loadavg();
-    results["summary"] = summary::summarize(&results);
+    save(args, &mut results, &runs, &shards, true)?;
     println!("{}", summary::table(args, &results));
+    super::say(&format!("raw results in {}", args.out.display()));
+    Ok(())
+}
+
+/// Writes the results so far to `--out`; `complete` is false until every round and shard ran
+/// (the summary then covers the runs that finished).
+fn save(
+    args: &PeersArgs,
+    results: &mut Value,
+    runs: &[Value],
+    shards: &[Value],
+    complete: bool,
+) -> anyhow::Result<()> {
+    results["runs"] = Value::Array(runs.to_vec());
+    results["shards"] = Value::Array(shards.to_vec());
+    results["complete"] = Value::Bool(complete);
+    results["loadavg_end"] = super::loadavg();
+    results["summary"] = summary::summarize(results);
     if let Some(dir) = args.out.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    std::fs::write(&args.out, serde_json::to_string_pretty(&results)?)?;
-    super::say(&format!("raw results in {}", args.out.display()));
+    std::fs::write(&args.out, serde_json::to_string_pretty(results)?)?;
     Ok(())
 }
 
