@@ -119,6 +119,12 @@ struct Args {
 enum Command {
     /// (a) against (b) and (d) as processes on the work users see (docs/performance.md "Peers").
     Peers(peers::PeersArgs),
+    /// The peers table of a results file, again: for a run stopped early (its JSON has the
+    /// rounds that finished) or a table reprinted from a kept run.
+    PeersTable {
+        /// A results file `peers` wrote.
+        from: PathBuf,
+    },
 }
 
 #[tokio::main]
@@ -136,6 +142,9 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     terdut_actors::api::init_tls();
+    if let Some(Command::PeersTable { from }) = &args.command {
+        return peers::print_table(from);
+    }
 
     say("starting the control plane");
     let cp = ControlPlane::shared().await?;

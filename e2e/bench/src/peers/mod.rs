@@ -23,7 +23,7 @@ use terdut_testenv::ControlPlane;
 use process::{Launch, Peer};
 
 /// The knobs of a peers run. A small run: `--objects 100 --rounds 1 --resync-secs 30`.
-#[derive(clap::Args, Debug, Clone, serde::Serialize)]
+#[derive(clap::Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct PeersArgs {
     /// TerdutTeams, and as many TerdutAlertSources (one per team).
     #[arg(long, default_value_t = 1000)]
@@ -188,6 +188,21 @@ pub async fn run(cp: &'static ControlPlane, args: &PeersArgs) -> anyhow::Result<
     save(args, &mut results, &runs, &shards, true)?;
     println!("{}", summary::table(args, &results));
     super::say(&format!("raw results in {}", args.out.display()));
+    Ok(())
+}
+
+/// Prints the table of a results file `run` wrote, its summary made again from its runs.
+pub fn print_table(from: &std::path::Path) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(from)
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", from.display()))?;
+    let mut results: Value = serde_json::from_str(&text)?;
+    let args: PeersArgs = serde_json::from_value(results["args"].clone())
+        .map_err(|e| anyhow::anyhow!("{}: no peers arguments in it: {e}", from.display()))?;
+    results["summary"] = summary::summarize(&results);
+    if results["complete"] == Value::Bool(false) {
+        super::say("an incomplete run: the table has the runs that finished");
+    }
+    println!("{}", summary::table(&args, &results));
     Ok(())
 }
 
