@@ -118,7 +118,7 @@ struct Args {
 #[derive(clap::Subcommand, Debug, Clone)]
 enum Command {
     /// (a) against (b) and (d) as processes on the work users see (docs/performance.md "Peers").
-    Peers(peers::PeersArgs),
+    Peers(Box<peers::PeersArgs>),
     /// The peers table of a results file, again: for a run stopped early (its JSON has the
     /// rounds that finished) or a table reprinted from a kept run.
     PeersTable {
