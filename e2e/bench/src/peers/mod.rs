@@ -193,17 +193,25 @@ pub async fn run(cp: &'static ControlPlane, args: &PeersArgs) -> anyhow::Result<
 
 /// Prints the table of a results file `run` wrote, its summary made again from its runs.
 pub fn print_table(from: &std::path::Path) -> anyhow::Result<()> {
+    let (table, complete) = table_of(from)?;
+    if !complete {
+        super::say("an incomplete run: the table has the runs that finished");
+    }
+    println!("{table}");
+    Ok(())
+}
+
+/// The table of a results file, and whether its run finished.
+fn table_of(from: &std::path::Path) -> anyhow::Result<(String, bool)> {
     let text = std::fs::read_to_string(from)
         .map_err(|e| anyhow::anyhow!("reading {}: {e}", from.display()))?;
     let mut results: Value = serde_json::from_str(&text)?;
     let args: PeersArgs = serde_json::from_value(results["args"].clone())
         .map_err(|e| anyhow::anyhow!("{}: no peers arguments in it: {e}", from.display()))?;
     results["summary"] = summary::summarize(&results);
-    if results["complete"] == Value::Bool(false) {
-        super::say("an incomplete run: the table has the runs that finished");
-    }
-    println!("{}", summary::table(&args, &results));
-    Ok(())
+    // Files kept before runs were saved as they went have no such field, and are complete.
+    let complete = results["complete"] != Value::Bool(false);
+    Ok((summary::table(&args, &results), complete))
 }
 
 /// Writes the results so far to `--out`; `complete` is false until every round and shard ran
@@ -237,4 +245,54 @@ fn commit() -> String {
 
 fn audit_path_note() -> &'static str {
     "kube-apiserver audit log, user terdut-operator-test (every peer runs as it, one at a time)"
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        peers: PeersArgs,
+    }
+
+    fn results_file(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("terdut-bench-{}-{name}.json", std::process::id()))
+    }
+
+    #[test]
+    fn a_run_stopped_after_its_first_runs_keeps_them_and_its_table_shows_them() {
+        let out = results_file("partial");
+        let args =
+            Cli::parse_from(["peers", "--objects", "100", "--out", out.to_str().unwrap()]).peers;
+        let mut results = json!({ "args": &args, "commit": "abc1234" });
+        let runs = [
+            json!({"peer": "a", "cold": {"total_ms": 900.0}}),
+            json!({"peer": "dN", "cold": {"total_ms": 700.0}}),
+        ];
+        save(&args, &mut results, &runs[..1], &[], false).unwrap();
+        save(&args, &mut results, &runs, &[], false).unwrap();
+
+        let (table, complete) = table_of(&out).unwrap();
+        assert!(!complete);
+        assert!(table.contains("(a) 900 [900–900, n=1]"), "{table}");
+        assert!(table.contains("(dN) 700 [700–700, n=1]"), "{table}");
+
+        save(&args, &mut results, &runs, &[], true).unwrap();
+        assert!(table_of(&out).unwrap().1);
+        std::fs::remove_file(&out).unwrap();
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_peers_run_is_refused_by_name() {
+        let out = results_file("foreign");
+        std::fs::write(&out, r#"{"teams": 10}"#).unwrap();
+        let err = table_of(&out).unwrap_err().to_string();
+        assert!(err.contains("no peers arguments"), "{err}");
+        assert!(err.contains(out.to_str().unwrap()), "{err}");
+        std::fs::remove_file(&out).unwrap();
+    }
 }
